@@ -1,0 +1,217 @@
+"""Sequential: a stack of layers with a loss on the device, training and checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .activations import ACTIVATIONS
+from .layers.base import Layer
+
+LOSSES = {"mse": 0, "cross_entropy": 1}
+FORMAT = "nnlib.Sequential/1"
+
+
+class DeviceLoss:
+    """A loss still on the device: reading it (``float(loss)``) waits for the step."""
+
+    def __init__(self, rows, count: int):
+        self._rows, self._count = rows, count
+
+    def __float__(self):
+        return float(self._rows.get().astype(np.float64).sum() / self._count)
+
+    item = __float__
+
+    def __repr__(self):
+        return f"DeviceLoss({float(self):.6f})"
+
+
+class Sequential:
+    """Layers applied in order; ``loss`` is ``"mse"`` or ``"cross_entropy"`` (the last
+    layer must then use softmax, and the pair is differentiated as one, as in PyTorch)."""
+
+    def __init__(self, layers, loss: str = "mse"):
+        self.layers = list(layers)
+        if not self.layers or not all(isinstance(layer, Layer) for layer in self.layers):
+            raise TypeError("Sequential needs a non-empty list of nnlib layers")
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {loss!r}; choose one of {list(LOSSES)}")
+        last = self.layers[-1]
+        if loss == "cross_entropy" and getattr(last, "activation", None) != "softmax":
+            raise ValueError("cross_entropy needs a last layer with activation='softmax'")
+        self.loss = loss
+        self.runtime = last.runtime
+        self._output_grad = self.runtime.kernel("loss", "output_gradient")
+        self._loss_rows = self.runtime.kernel("loss", "loss_rows")
+
+    def __repr__(self):
+        inner = ",\n  ".join(repr(layer) for layer in self.layers)
+        return f"Sequential(loss={self.loss!r},\n  {inner}\n)"
+
+    def parameters(self) -> list:
+        return [p for layer in self.layers for p in layer.parameters()]
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.zero_grad()
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    __call__ = forward
+
+    def backward(self, grad_out):
+        for layer in reversed(self.layers):
+            grad_out = layer.backward(grad_out)
+        return grad_out
+
+    def _targets(self, y, batch: int):
+        n_out = self.layers[-1].n_out
+        y_host = y if not isinstance(y, np.ndarray) else y
+        if self.loss == "cross_entropy" and isinstance(y_host, np.ndarray) and y_host.ndim == 1:
+            labels = np.asarray(y_host)
+            if not np.issubdtype(labels.dtype, np.integer):
+                raise TypeError("class labels must be integers")
+            if labels.min() < 0 or labels.max() >= n_out:
+                raise ValueError(f"class labels must lie in [0, {n_out}), got "
+                                 f"{labels.min()}..{labels.max()}")
+            y_host = np.eye(n_out, dtype=np.float32)[labels]
+        return self.runtime.to_device(y_host, "targets", shape=(batch, n_out))
+
+    def loss_rows(self, out, target, rows_buf=None, offset: int = 0):
+        """Enqueue the per-sample losses of ``out`` against ``target`` into ``rows_buf``."""
+        rows, cols = out.shape
+        if rows_buf is None:
+            rows_buf = self.runtime.empty((rows,))
+        self.runtime.launch(self._loss_rows, (rows,), None, out.data, target.data,
+                            rows_buf.data, np.int32(offset), np.int32(rows), np.int32(cols),
+                            np.int32(LOSSES[self.loss]))
+        return rows_buf
+
+    def _divisor(self, out) -> int:
+        return out.shape[0] if self.loss == "cross_entropy" else out.size
+
+    def compute_loss(self, x, y) -> float:
+        """The mean loss of the network on (x, y), read back to the host."""
+        out = self.forward(x)
+        target = self._targets(y, out.shape[0])
+        return float(DeviceLoss(self.loss_rows(out, target), self._divisor(out)))
+
+    def _backward_from_loss(self, out, target):
+        last = self.layers[-1]
+        dz = self.runtime.empty(out.shape)
+        act = ACTIVATIONS.get(getattr(last, "activation", "none"), 0)
+        self.runtime.launch(self._output_grad, (out.size,), None, out.data, target.data,
+                            dz.data, np.int32(out.size),
+                            np.float32(1.0 / self._divisor(out)),
+                            np.int32(LOSSES[self.loss]), np.int32(act))
+        grad = last.backward_preactivation(dz)
+        for layer in reversed(self.layers[:-1]):
+            grad = layer.backward(grad)
+
+    def train_step(self, x, y, optimizer, loss_buf=None, offset: int = 0) -> DeviceLoss:
+        """Forward, loss, backward and update, all enqueued without waiting for the device.
+
+        Returns a :class:`DeviceLoss`; the host waits only if its value is read.
+        """
+        if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
+            raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
+        optimizer.zero_grad()
+        out = self.forward(x)
+        target = self._targets(y, out.shape[0])
+        rows = self.loss_rows(out, target, loss_buf, offset)
+        self._backward_from_loss(out, target)
+        optimizer.step()
+        return DeviceLoss(rows if loss_buf is None else rows[offset:offset + out.shape[0]],
+                          self._divisor(out))
+
+    def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,
+            validation_data=None, progress: bool = True) -> dict:
+        """Mini-batch training with shuffling; returns the history of epoch losses."""
+        from tqdm.auto import tqdm
+
+        x = np.asarray(x, dtype=np.float32)
+        n = len(x)
+        if len(y) != n:
+            raise ValueError(f"fit: {n} inputs but {len(y)} targets")
+        if n == 0 or batch_size < 1 or epochs < 0:
+            raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
+        if not np.isfinite(x).all():
+            raise ValueError("fit: inputs contain NaN or infinity")
+        y = np.asarray(y)
+        rng = np.random.default_rng(seed)
+        history = {"loss": [], "val_loss": []}
+        per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
+        rows = self.runtime.empty((n,))
+        bar = tqdm(range(epochs), desc="epochs", disable=not progress)
+        for _ in bar:
+            order = rng.permutation(n)
+            for start in range(0, n, batch_size):
+                idx = order[start:start + batch_size]
+                self.train_step(x[idx], y[idx], optimizer, rows, start)
+            history["loss"].append(float(rows.get().astype(np.float64).sum() / (n * per_sample)))
+            shown = {"loss": f"{history['loss'][-1]:.4f}"}
+            if validation_data is not None:
+                history["val_loss"].append(self.compute_loss(*validation_data))
+                shown["val_loss"] = f"{history['val_loss'][-1]:.4f}"
+            bar.set_postfix(shown)
+        return history
+
+    def predict(self, x, batch_size: int = 1024) -> np.ndarray:
+        """Outputs for ``x`` as a numpy array, computed in batches."""
+        x = np.asarray(x)
+        return np.concatenate([self.forward(x[i:i + batch_size]).get()
+                               for i in range(0, len(x), batch_size)])
+
+    # ---------------------------------------------------------------- checkpoints
+    def save(self, path) -> None:
+        """Write an ``.npz`` checkpoint (no pickle) atomically: a temporary file is
+        written, flushed and renamed, so a crash never leaves a half-written file."""
+        path = Path(path)
+        arrays = {f"{i}.{p.name}": p.numpy()
+                  for i, layer in enumerate(self.layers) for p in layer.parameters()}
+        meta = {"format": FORMAT, "loss": self.loss,
+                "layers": [{"class": type(layer).__name__, "config": layer.config()}
+                           for layer in self.layers]}
+        arrays["__meta__"] = np.array(json.dumps(meta))
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path, runtime=None) -> "Sequential":
+        with np.load(path, allow_pickle=False) as data:
+            if "__meta__" not in data:
+                raise ValueError(f"{path} is not an nnlib checkpoint")
+            meta = json.loads(str(data["__meta__"]))
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"{path}: unknown checkpoint format {meta.get('format')!r}")
+            layers = []
+            for i, spec in enumerate(meta["layers"]):
+                layer_cls = Layer.registry.get(spec["class"])
+                if layer_cls is None:
+                    raise ValueError(f"{path}: unknown layer class {spec['class']!r}")
+                layer = layer_cls(**spec["config"], runtime=runtime)
+                for p in layer.parameters():
+                    stored = data[f"{i}.{p.name}"]
+                    if stored.shape != p.shape:
+                        raise ValueError(f"{path}: {i}.{p.name} has shape {stored.shape}, "
+                                         f"the layer needs {p.shape}")
+                    p.set(stored)
+                layers.append(layer)
+        return cls(layers, loss=meta["loss"])

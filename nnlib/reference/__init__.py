@@ -1,0 +1,6 @@
+"""The numpy maths of every kernel: what the tests compare with and the notebooks show.
+
+Every function works in the dtype it is given (float64 for gradient checks).
+"""
+
+from .dense import *  # noqa: F401,F403

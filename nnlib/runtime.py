@@ -1,0 +1,340 @@
+"""The OpenCL runtime: choose a device, build programs from ``kernels/``, time kernels.
+
+One :class:`Runtime` holds a context, a profiling queue and the programs built for it.
+``get_runtime()`` returns the default one, created on first use (never at import):
+``use_device(spec)`` replaces it. Device choice, in order: the argument, ``PYOPENCL_CTX``,
+a GPU, the CPU. The Oclgrind simulator is only used when asked for by name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pyopencl.tools  # noqa: F401  (cl.tools.MemoryPool)
+
+POCL_HINT = (
+    "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
+    "(a CPU device from PyPI, no system package needed), or `conda install -c conda-forge "
+    "pocl`, or your GPU vendor's OpenCL driver."
+)
+
+
+class NoPlatformError(RuntimeError):
+    """No OpenCL platform (ICD) is installed."""
+
+
+class DeviceNotFoundError(LookupError):
+    """The requested OpenCL device does not exist on this machine."""
+
+
+class KernelBuildError(RuntimeError):
+    """An OpenCL program failed to build; the message carries the device's build log."""
+
+
+def kernel_dir() -> Path:
+    """The folder holding the ``.cl`` files: inside the installed package, else the repo's."""
+    packaged = resources.files("nnlib").joinpath("kernels")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "kernels"
+
+
+_REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
+
+
+def source(topic: str) -> str:
+    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel)."""
+    path = kernel_dir() / f"{topic}.cl"
+    if not path.is_file():
+        known = sorted(p.stem for p in kernel_dir().glob("*.cl"))
+        raise FileNotFoundError(f"no kernel file {topic}.cl; known topics: {known}")
+    return path.read_text()
+
+
+def program_source(topic: str) -> str:
+    """``<topic>.cl`` preceded by the files it names in ``// requires: x.cl`` lines.
+
+    Each part starts with a ``#line`` directive so compiler messages name the real file.
+    """
+    parts, seen = [], []
+
+    def add(name):
+        if name in seen:
+            return
+        seen.append(name)
+        text = source(name)
+        for dep in _REQUIRES.findall(text):
+            add(dep)
+        parts.append(f'#line 1 "kernels/{name}.cl"\n{text}')
+
+    add(topic)
+    return "\n".join(parts)
+
+
+def platforms() -> list[cl.Platform]:
+    try:
+        found = cl.get_platforms()
+    except (cl.LogicError, cl.RuntimeError) as err:
+        raise NoPlatformError(f"{POCL_HINT} ({err})") from None
+    if not found:
+        raise NoPlatformError(POCL_HINT)
+    return found
+
+
+def is_simulator(device: cl.Device) -> bool:
+    return "oclgrind" in device.platform.name.lower()
+
+
+def _kind(device: cl.Device) -> str:
+    if device.type & cl.device_type.GPU:
+        return "GPU"
+    if device.type & cl.device_type.CPU:
+        return "CPU"
+    return "accelerator"
+
+
+def all_devices() -> list[cl.Device]:
+    return [d for p in platforms() for d in p.get_devices()]
+
+
+def devices() -> list[dict]:
+    """Every OpenCL device on this machine with the limits a kernel author needs."""
+    return [
+        {
+            "platform": d.platform.name,
+            "device": d.name.strip(),
+            "type": "simulator" if is_simulator(d) else _kind(d),
+            "compute_units": d.max_compute_units,
+            "max_work_group_size": d.max_work_group_size,
+            "local_mem_kib": d.local_mem_size // 1024,
+            "global_mem_mib": d.global_mem_size // 2**20,
+            "opencl": d.version,
+            "compiles": can_compile(d),
+        }
+        for d in all_devices()
+    ]
+
+
+def _matches(obj, key: str, index: int) -> bool:
+    key = key.strip()
+    return key == str(index) or key.lower() in obj.name.lower()
+
+
+_PROBE = "kernel void probe(global float *a) { a[get_global_id(0)] += 1.0f; }"
+_usable_cache: dict = {}
+
+
+def can_compile(device: cl.Device) -> bool:
+    """Whether ``device`` builds a trivial kernel. PoCL 3.0 from PyPI (LLVM 14) fails on
+    CPUs newer than LLVM 14 knows ("unknown target CPU 'generic'"), e.g. AMD Zen 5."""
+    key = (device.platform.name, device.platform.version, device.name)
+    if key not in _usable_cache:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                cl.Program(cl.Context([device]), _PROBE).build()
+            _usable_cache[key] = True
+        except cl.Error:
+            _usable_cache[key] = False
+    return _usable_cache[key]
+
+
+NO_COMPILER_HINT = (
+    "No OpenCL device on this machine can compile kernels. PoCL 3.0 from PyPI (LLVM 14) "
+    "does not know CPUs newer than 2022 (its build log says \"unknown target CPU "
+    "'generic'\"). Install a newer PoCL beside it: `sudo apt-get install pocl-opencl-icd` "
+    "(Debian/Ubuntu), or `conda install -c conda-forge pocl`; `make doctor` checks again."
+)
+
+
+def find_device(spec=None) -> cl.Device:
+    """Resolve ``spec`` to a device.
+
+    ``spec`` may be a ``pyopencl.Device``; a ``"platform:device"`` string in the
+    ``PYOPENCL_CTX`` style (indices or case-insensitive name parts, e.g. ``"portable:0"``);
+    a single name part matched against platform and device names (``"pocl"``,
+    ``"oclgrind"``, ``"nvidia"``); or ``"gpu"`` / ``"cpu"``. ``None`` means
+    ``PYOPENCL_CTX`` if set, else the first GPU, else the first CPU (never Oclgrind).
+    """
+    if isinstance(spec, cl.Device):
+        return spec
+    found = all_devices()
+    if spec is None:
+        env = os.environ.get("PYOPENCL_CTX", "").strip()
+        if env:
+            return find_device(env)
+        real = [d for d in found if not is_simulator(d)]
+        if not real:
+            raise DeviceNotFoundError("only a simulator is installed; ask for it by name")
+        rank = {"GPU": 0, "CPU": 1}
+        for d in sorted(real, key=lambda d: rank.get(_kind(d), 2)):
+            if can_compile(d):
+                return d
+        raise DeviceNotFoundError(NO_COMPILER_HINT)
+    if not isinstance(spec, str):
+        raise TypeError(f"device spec must be a str or pyopencl.Device, not {type(spec)}")
+    text = spec.strip()
+    if text.lower() in ("gpu", "cpu"):
+        hits = [d for d in found if _kind(d) == text.upper() and not is_simulator(d)]
+    elif ":" in text:
+        pkey, dkey = text.split(":", 1)
+        hits = [
+            d
+            for pi, p in enumerate(platforms())
+            if _matches(p, pkey, pi)
+            for di, d in enumerate(p.get_devices())
+            if not dkey.strip() or _matches(d, dkey, di)
+        ]
+    else:
+        hits = [
+            d
+            for pi, p in enumerate(platforms())
+            for d in p.get_devices()
+            if _matches(p, text, pi) or text.lower() in d.name.lower()
+        ]
+    if not hits:
+        names = [f"{d.platform.name}: {d.name.strip()}" for d in found]
+        raise DeviceNotFoundError(f"no OpenCL device matches {spec!r}; available: {names}")
+    return hits[0]
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+class Runtime:
+    """A device with its context, one in-order profiling queue and its built programs."""
+
+    def __init__(self, device=None):
+        self.device = find_device(device)
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(
+            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
+        )
+        self.max_work_group_size = self.device.max_work_group_size
+        # Freed device arrays return their buffers here, so per-step allocations are cheap.
+        self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+        self._programs: dict = {}
+        self._kernels: dict = {}
+
+    def __repr__(self):
+        return f"Runtime({self.device.platform.name}: {self.device.name.strip()})"
+
+    @property
+    def is_simulator(self) -> bool:
+        return is_simulator(self.device)
+
+    def program(self, topic: str, options: tuple = ()) -> cl.Program:
+        """``kernels/<topic>.cl`` built once per runtime and option set."""
+        key = (topic, tuple(options))
+        if key not in self._programs:
+            src = program_source(topic)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    prg = cl.Program(self.context, src).build(options=list(options))
+            except cl.RuntimeError as err:
+                hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
+                raise KernelBuildError(
+                    f"kernels/{topic}.cl failed to build on {self.device.name.strip()} "
+                    f"({self.device.platform.name}). Build log:\n{err}{hint}"
+                ) from None
+            self._programs[key] = prg
+        return self._programs[key]
+
+    def kernel(self, topic: str, name: str, options: tuple = ()) -> cl.Kernel:
+        """The kernel ``name`` from ``kernels/<topic>.cl``, fetched once and kept."""
+        key = (topic, name, tuple(options))
+        if key not in self._kernels:
+            self._kernels[key] = cl.Kernel(self.program(topic, options), name)
+        return self._kernels[key]
+
+    def work_group_size(self, kernel: cl.Kernel) -> int:
+        """The largest work-group this device runs ``kernel`` with."""
+        return kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device
+        )
+
+    def launch(self, kernel, global_size, local_size, *args, wait_for=None) -> cl.Event:
+        """Enqueue ``kernel``; a global size is padded up to a multiple of the local size."""
+        if local_size is not None:
+            global_size = tuple(round_up(g, l) for g, l in zip(global_size, local_size))
+        return kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
+
+    def empty(self, shape, dtype=np.float32) -> cla.Array:
+        return cla.empty(self.queue, shape, dtype, allocator=self.allocator)
+
+    def zeros(self, shape, dtype=np.float32) -> cla.Array:
+        out = self.empty(shape, dtype)
+        out.fill(0)
+        return out
+
+    def to_device(self, array, name: str = "input", shape=None, dtype=np.float32):
+        """A float32 device array from a numpy array (checked) or a device array (passed on).
+
+        Refuses non-numeric data, NaN/inf and a wrong number of dimensions or wrong
+        sizes (``shape`` may hold ``None`` for a free axis), with a message naming ``name``.
+        """
+        if isinstance(array, cla.Array):
+            if array.dtype != dtype:
+                raise TypeError(f"{name}: device array has dtype {array.dtype}, need {dtype}")
+            if array.context != self.context:
+                raise ValueError(f"{name}: device array lives on another OpenCL context")
+            check_shape(name, array.shape, shape)
+            return array
+        host = np.asarray(array)
+        if not (np.issubdtype(host.dtype, np.number) or host.dtype == bool):
+            raise TypeError(f"{name}: expected numbers, got dtype {host.dtype}")
+        if np.iscomplexobj(host) != np.issubdtype(np.dtype(dtype), np.complexfloating):
+            raise TypeError(f"{name}: got dtype {host.dtype}, need {np.dtype(dtype)}")
+        check_shape(name, host.shape, shape)
+        host = np.ascontiguousarray(host, dtype=dtype)
+        if not np.isfinite(host).all():
+            raise ValueError(f"{name}: contains NaN or infinity")
+        return cla.to_device(self.queue, host, allocator=self.allocator)
+
+
+def check_shape(name: str, got: tuple, want) -> None:
+    if want is None:
+        return
+    if len(got) != len(want) or any(w is not None and g != w for g, w in zip(got, want)):
+        pretty = tuple("any" if w is None else w for w in want)
+        raise ValueError(f"{name}: expected shape {pretty}, got {tuple(got)}")
+
+
+_default: Runtime | None = None
+
+
+def get_runtime() -> Runtime:
+    """The default runtime, created on first use."""
+    global _default
+    if _default is None:
+        _default = Runtime()
+    return _default
+
+
+def use_device(spec=None) -> Runtime:
+    """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime."""
+    global _default
+    _default = Runtime(spec)
+    return _default
+
+
+def event_ms(*events: cl.Event) -> float:
+    """Kernel time in milliseconds summed over profiled events (waits for them)."""
+    cl.wait_for_events(list(events))
+    return sum(e.profile.end - e.profile.start for e in events) * 1e-6
+
+
+def time_kernel(launch, warmup: int = 2, repeat: int = 10) -> float:
+    """Median kernel time (ms) of ``launch()``, which enqueues work and returns its event."""
+    for _ in range(warmup):
+        launch().wait()
+    return float(np.median([event_ms(launch()) for _ in range(repeat)]))
