@@ -1,0 +1,51 @@
+# The workbook's commands. Everything runs in ./.venv, created on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
+          --nbval-cell-timeout 600
+
+.PHONY: workbook test lab setup setup-test doctor unit notebooks notebook clean
+
+## make workbook: set up, then execute every notebook in order into build/workbook/
+workbook: setup doctor
+	$(PY) tools/run_notebooks.py --out build/workbook
+
+## make test: set up with the test extras, then unit tests, nbval and the pairing check
+test: setup-test doctor unit notebooks
+
+## make lab: open JupyterLab on notebooks/
+lab: setup doctor
+	$(VENV)/bin/jupyter lab notebooks/
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+setup: $(PY)
+	$(PY) -m pip install -q -e .
+
+setup-test: $(PY)
+	$(PY) -m pip install -q -e ".[test]"
+
+## make doctor: check that an OpenCL device can compile kernels; on Debian/Ubuntu as root,
+## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022)
+doctor:
+	@$(PY) -m nnlib.doctor || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && echo "installing Debian's pocl-opencl-icd ..." \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null \
+	  && $(PY) -m nnlib.doctor; }
+
+unit:
+	$(PY) -m pytest tests
+
+notebooks:
+	$(PY) -m pytest $(NBVAL) notebooks/
+
+## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it
+notebook:
+	$(VENV)/bin/jupytext --to ipynb --update $(NB)
+	$(PY) tools/run_notebooks.py --inplace $(NB:.py=.ipynb)
+
+clean:
+	rm -rf build dist
