@@ -1,0 +1,13 @@
+"""Data for the workbook: EURUSD H1 bars and the seed's fractal classification task."""
+
+from .eurusd import (
+    CLASS_NAMES,
+    FEATURES,
+    candle_features,
+    fractal_dataset,
+    fractal_labels,
+    load_eurusd,
+)
+
+__all__ = ["CLASS_NAMES", "FEATURES", "candle_features", "fractal_dataset", "fractal_labels",
+           "load_eurusd"]
