@@ -49,19 +49,33 @@ def kernel_dir() -> Path:
 _REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
 
 
-def source(topic: str) -> str:
-    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel)."""
+def _kernel_file(topic: str, folder=None) -> Path:
+    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl``."""
+    if folder is not None and (Path(folder) / f"{topic}.cl").is_file():
+        return Path(folder) / f"{topic}.cl"
     path = kernel_dir() / f"{topic}.cl"
     if not path.is_file():
         known = sorted(p.stem for p in kernel_dir().glob("*.cl"))
         raise FileNotFoundError(f"no kernel file {topic}.cl; known topics: {known}")
-    return path.read_text()
+    return path
 
 
-def program_source(topic: str) -> str:
+def _shown(path: Path) -> str:
+    """How messages name a kernel file: ``kernels/x.cl`` for the workbook's own."""
+    return f"kernels/{path.name}" if path.parent == kernel_dir() else str(path)
+
+
+def source(topic: str) -> str:
+    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel)."""
+    return _kernel_file(topic).read_text()
+
+
+def program_source(topic: str, folder=None) -> str:
     """``<topic>.cl`` preceded by the files it names in ``// requires: x.cl`` lines.
 
-    Each part starts with a ``#line`` directive so compiler messages name the real file.
+    Files are looked up in ``folder`` first (e.g. a student's exercise kernels), then in
+    ``kernels/``. Each part starts with a ``#line`` directive naming its file, so compiler
+    messages point at the real file and line.
     """
     parts, seen = [], []
 
@@ -69,10 +83,11 @@ def program_source(topic: str) -> str:
         if name in seen:
             return
         seen.append(name)
-        text = source(name)
+        path = _kernel_file(name, folder)
+        text = path.read_text()
         for dep in _REQUIRES.findall(text):
             add(dep)
-        parts.append(f'#line 1 "kernels/{name}.cl"\n{text}')
+        parts.append(f'#line 1 "{_shown(path)}"\n{text}')
 
     add(topic)
     return "\n".join(parts)
@@ -231,11 +246,12 @@ class Runtime:
     def is_simulator(self) -> bool:
         return is_simulator(self.device)
 
-    def program(self, topic: str, options: tuple = ()) -> cl.Program:
-        """``kernels/<topic>.cl`` built once per runtime and option set."""
-        key = (topic, tuple(options))
+    def program(self, topic: str, options: tuple = (), folder=None) -> cl.Program:
+        """``kernels/<topic>.cl`` (or ``<folder>/<topic>.cl``) built once per runtime, source
+        text and option set: an edited file is built again."""
+        src = program_source(topic, folder)
+        key = (src, tuple(options))
         if key not in self._programs:
-            src = program_source(topic)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", cl.CompilerWarning)
@@ -243,7 +259,7 @@ class Runtime:
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise KernelBuildError(
-                    f"kernels/{topic}.cl failed to build on {self.device.name.strip()} "
+                    f"{_shown(_kernel_file(topic, folder))} failed to build on {self.device.name.strip()} "
                     f"({self.device.platform.name}). Build log:\n{err}{hint}"
                 ) from None
             self._programs[key] = prg

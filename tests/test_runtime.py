@@ -81,3 +81,21 @@ def test_vector_add_and_profiling(rt, rng):
     np.testing.assert_array_equal(out.get(), nnlib.reference.vector_add(a, b))
     assert runtime.time_kernel(lambda: rt.launch(knl, (n,), None, a_dev.data, b_dev.data,
                                                  out.data, np.int32(n)), repeat=3) >= 0
+
+
+def test_a_kernel_folder_overrides_and_edits_rebuild(tmp_path, rt, rng):
+    """Exercise kernels: a student's folder is searched first, and an edited file is rebuilt."""
+    student = tmp_path / "vector.cl"
+    text = nnlib.source("vector")
+    student.write_text(text.replace("a[i] + b[i]", "a[i] - b[i]"))
+    a, b = rng.standard_normal(5).astype(np.float32), np.ones(5, np.float32)
+    a_dev, b_dev, out = rt.to_device(a), rt.to_device(b), rt.empty((5,))
+
+    def run():
+        knl = cl.Kernel(rt.program("vector", folder=tmp_path), "vector_add")
+        rt.launch(knl, (5,), None, a_dev.data, b_dev.data, out.data, np.int32(5))
+        return out.get()
+
+    np.testing.assert_array_equal(run(), a - b)
+    student.write_text(text)
+    np.testing.assert_array_equal(run(), a + b)
