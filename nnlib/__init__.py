@@ -2,6 +2,8 @@
 
 from . import optim, reference
 from .layers import Dense, Layer
+from . import fft
+from .layers import ComplexConv1d, Conv1d
 from .network import Sequential
 from .parameter import Parameter
 from .runtime import (
@@ -20,4 +22,5 @@ __all__ = [
     "Parameter", "Runtime", "Sequential", "devices", "get_runtime", "optim", "reference",
     "source", "use_device",
 ]
+__all__ += ["ComplexConv1d", "Conv1d", "fft"]
 __version__ = "0.1.0"

@@ -300,7 +300,9 @@ class Runtime:
         """
         if isinstance(array, cla.Array):
             if array.dtype != dtype:
-                raise TypeError(f"{name}: device array has dtype {array.dtype}, need {dtype}")
+                raise TypeError(
+                    f"{name}: device array has dtype {array.dtype}, need {np.dtype(dtype)}"
+                )
             if array.context != self.context:
                 raise ValueError(f"{name}: device array lives on another OpenCL context")
             check_shape(name, array.shape, shape)

@@ -1,0 +1,109 @@
+"""GFLOP/s of the complex convolution and the FFT on the device against numpy, same sizes.
+
+    .venv/bin/python benchmarks/complex.py [--repeat 7] [--quick]
+
+Times are wall-clock medians of (enqueue everything, wait for the queue) on data already on
+the device, and of the numpy call on host arrays, complex64 both. FLOPs counted: 8 per
+complex multiply-add (conv), 5 n log2 n per row (the usual FFT figure, also for lengths that
+are not powers of two). Prints a table and writes build/bench/complex.json.
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+import nnlib
+from nnlib import fft
+
+OUT = Path(__file__).resolve().parent.parent / "build" / "bench" / "complex.json"
+
+
+def median_s(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def on_device(rt, fn):
+    def run():
+        fn()
+        rt.queue.finish()
+    return run
+
+
+def numpy_conv(x, w, b, step):
+    """The same product with BLAS: windows (B, V, T, W) @ weights (V, W, F)."""
+    win = sliding_window_view(x, w.shape[-1], axis=-1)[:, :, ::step, :]
+    return np.matmul(win, np.swapaxes(w, 1, 2)) + b[None, :, None, :]
+
+
+def bench_conv(rt, rng, repeat, batch, variables, length, window, filters):
+    x = (rng.standard_normal((batch, variables, length))
+         + 1j * rng.standard_normal((batch, variables, length))).astype(np.complex64)
+    layer = nnlib.ComplexConv1d(window, 1, filters, variables, layout="tokens", runtime=rt)
+    xd = rt.to_device(x, dtype=np.complex64)
+    y = layer.forward(xd)
+    gy = rt.to_device(np.ones(y.shape, np.complex64), dtype=np.complex64)
+    w, b = layer.complex_weight().astype(np.complex64), layer.complex_bias().astype(np.complex64)
+    np.testing.assert_allclose(y.get(), numpy_conv(x, w, b, 1), rtol=1e-3, atol=1e-3)
+    flops = 8.0 * batch * variables * filters * y.shape[2] * window
+    size = f"B{batch} V{variables} L{length} W{window} F{filters}"
+    fwd = median_s(on_device(rt, lambda: layer.forward(xd)), repeat)
+    bwd = median_s(on_device(rt, lambda: layer.backward(gy)), repeat)
+    ref = median_s(lambda: numpy_conv(x, w, b, 1), repeat)
+    return [("complex conv forward", size, flops, fwd, ref),
+            ("complex conv backward (input + weight)", size, 2 * flops, bwd, None)]
+
+
+def bench_fft(rt, rng, repeat, rows, n):
+    x = (rng.standard_normal((rows, n)) + 1j * rng.standard_normal((rows, n))).astype(
+        np.complex64)
+    xd = rt.to_device(x, dtype=np.complex64)
+    np.testing.assert_allclose(fft.fft(xd, runtime=rt).get(), np.fft.fft(x), rtol=0,
+                               atol=1e-4 * np.abs(np.fft.fft(x)).max())
+    flops = 5.0 * rows * n * np.log2(n)
+    dev = median_s(on_device(rt, lambda: fft.fft(xd, runtime=rt)), repeat)
+    ref = median_s(lambda: np.fft.fft(x), repeat)
+    return [(f"fft ({fft.plan(rt, n).kind})", f"{rows} rows x n={n}", flops, dev, ref)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    args = parser.parse_args()
+    rt = nnlib.get_runtime()
+    rng = np.random.default_rng(0)
+    scale = 8 if args.quick else 1
+    rows = []
+    rows += bench_conv(rt, rng, args.repeat, 32 // scale, 8, 1024, 16, 16)
+    for n in (1024, 1000, 24, 96):
+        rows += bench_fft(rt, rng, args.repeat, 4096 // scale, n)
+    print(f"device: {rt}; numpy {np.__version__}, OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
+    print(f"{'operation':40s} {'size':28s} {'device ms':>10s} {'GFLOP/s':>8s} "
+          f"{'numpy ms':>9s} {'GFLOP/s':>8s}")
+    results = []
+    for name, size, flops, dev, ref in rows:
+        ref_txt = f"{ref * 1e3:9.2f} {flops / ref * 1e-9:8.2f}" if ref else f"{'-':>9s} {'-':>8s}"
+        print(f"{name:40s} {size:28s} {dev * 1e3:10.2f} {flops / dev * 1e-9:8.2f} {ref_txt}")
+        results.append({"operation": name, "size": size, "flops": flops, "device_s": dev,
+                        "device_gflops": flops / dev * 1e-9, "numpy_s": ref,
+                        "numpy_gflops": flops / ref * 1e-9 if ref else None})
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"device": repr(rt), "numpy": np.__version__,
+                               "results": results}, indent=1))
+    print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}")
+
+
+if __name__ == "__main__":
+    main()

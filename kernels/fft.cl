@@ -1,0 +1,179 @@
+// The discrete Fourier transform X_k = scale * sum_j x_j exp(-+2 pi i jk / n) of every row of a
+// (rows, n) float2 array; `inverse` flips the sign of the exponent. nnlib/fft.py picks:
+//   n a power of two  -> Stockham stages, ping-pong between two buffers: fft_radix4_stage,
+//                        preceded by one fft_radix2_stage when log2(n) is odd;
+//   n small otherwise -> dft_direct, O(n^2) per row but one launch;
+//   n large otherwise -> Bluestein: a chirp turns the length-n DFT into a circular convolution
+//                        of length m >= 2n - 1 (a power of two), done with radix-2 FFTs.
+// Twiddle and chirp tables are computed in float64 on the host, so every factor is exact
+// to float32 precision.
+// requires: complex.cl
+
+// One work-item per butterfly (j, row), j < n/2, of the stage that merges the length-p
+// transforms (p = 1, 2, 4, ..., n/2) into length-2p ones:
+//   a = src[j], b = src[j + n/2] * w^k with k = j mod p, w = exp(-2 pi i / 2p);
+//   dst[2j - k] = a + b, dst[2j - k + p] = a - b.
+// Stockham's autosort order: the last stage leaves the transform in natural order, with no
+// bit-reversal pass. tw[m] = exp(-2 pi i m / n), so w^k = tw[k * n / 2p].
+kernel void fft_radix2_stage(global const float2 *src, global float2 *dst,
+                             global const float2 *tw, int rows, int n, int p, int inverse,
+                             float scale)
+{
+    int j = get_global_id(0), row = get_global_id(1);
+    int nh = n / 2;
+    if (j >= nh || row >= rows)
+        return;
+    src += (size_t)row * n;
+    dst += (size_t)row * n;
+    int k = j & (p - 1);
+    float2 w = tw[k * (nh / p)];
+    if (inverse)
+        w.y = -w.y;
+    float2 a = src[j], b = cmul(src[j + nh], w);
+    int o = 2 * j - k;
+    dst[o] = (a + b) * scale;
+    dst[o + p] = (a - b) * scale;
+}
+
+// One work-item per radix-4 butterfly (j, row), j < n/4, merging length-p transforms into
+// length-4p ones (p = 1 or 2, then times 4): with k = j mod p and w = exp(-2 pi i / 4p),
+//   a_r = src[j + r n/4] w^(rk), r = 0..3;   dst[4j - 3k + q p] = sum_r a_r (-i)^(rq),
+// a 4-point DFT that needs only additions and swaps. Half the passes over memory of radix 2.
+kernel void fft_radix4_stage(global const float2 *src, global float2 *dst,
+                             global const float2 *tw, int rows, int n, int p, int inverse,
+                             float scale)
+{
+    int j = get_global_id(0), row = get_global_id(1);
+    int nq = n / 4;
+    if (j >= nq || row >= rows)
+        return;
+    src += (size_t)row * n;
+    dst += (size_t)row * n;
+    int k = j & (p - 1), s = nq / p;  // w^(rk) = tw[r k s]
+    float2 w1 = tw[k * s], w2 = tw[2 * k * s], w3 = tw[3 * k * s];
+    if (inverse) {
+        w1.y = -w1.y;
+        w2.y = -w2.y;
+        w3.y = -w3.y;
+    }
+    float2 a0 = src[j], a1 = cmul(src[j + nq], w1);
+    float2 a2 = cmul(src[j + 2 * nq], w2), a3 = cmul(src[j + 3 * nq], w3);
+    float2 s02 = a0 + a2, d02 = a0 - a2, s13 = a1 + a3, d13 = a1 - a3;
+    float2 rot = inverse ? (float2)(-d13.y, d13.x) : (float2)(d13.y, -d13.x);  // -+i d13
+    int o = 4 * j - 3 * k;
+    dst[o] = (s02 + s13) * scale;
+    dst[o + p] = (d02 + rot) * scale;
+    dst[o + 2 * p] = (s02 - s13) * scale;
+    dst[o + 3 * p] = (d02 - rot) * scale;
+}
+
+// One work-item per output (k, row): X_k = scale * sum_j x_j tw[jk mod n], with
+// tw[m] = exp(-2 pi i m / n) (conjugated when inverse). The index jk mod n is stepped, never
+// multiplied, so it cannot overflow.
+kernel void dft_direct(global const float2 *src, global float2 *dst, global const float2 *tw,
+                       int rows, int n, int inverse, float scale)
+{
+    int k = get_global_id(0), row = get_global_id(1);
+    if (k >= n || row >= rows)
+        return;
+    global const float2 *x = src + (size_t)row * n;
+    float2 sum = (float2)(0.0f, 0.0f);
+    int m = 0;
+    for (int j = 0; j < n; ++j) {
+        float2 w = tw[m];
+        if (inverse)
+            w.y = -w.y;
+        sum += cmul(x[j], w);
+        m += k;
+        if (m >= n)
+            m -= n;
+    }
+    dst[(size_t)row * n + k] = sum * scale;
+}
+
+// Bluestein, step 1. One work-item per (j, row) of the padded (rows, m) array:
+// a_j = x_j c_j for j < n, 0 after, with the chirp c_j = exp(-i pi j^2 / n).
+// An inverse transform is conj(forward(conj(x))): x is conjugated here, the result in step 3.
+kernel void bluestein_chirp_in(global const float2 *src, global float2 *dst,
+                               global const float2 *chirp, int rows, int n, int m, int inverse)
+{
+    int j = get_global_id(0), row = get_global_id(1);
+    if (j >= m || row >= rows)
+        return;
+    float2 v = (float2)(0.0f, 0.0f);
+    if (j < n) {
+        v = src[(size_t)row * n + j];
+        if (inverse)
+            v.y = -v.y;
+        v = cmul(v, chirp[j]);
+    }
+    dst[(size_t)row * m + j] = v;
+}
+
+// Bluestein, step 2 (between the FFTs). One work-item per (j, row): a_j *= filter_j, the
+// spectrum of the conjugate chirp laid out circularly (the convolution theorem).
+kernel void bluestein_multiply(global float2 *a, global const float2 *filter, int rows, int m)
+{
+    int j = get_global_id(0), row = get_global_id(1);
+    if (j >= m || row >= rows)
+        return;
+    size_t i = (size_t)row * m + j;
+    a[i] = cmul(a[i], filter[j]);
+}
+
+// Bluestein, step 3. One work-item per output (k, row): X_k = scale * c_k y_k, conjugated
+// back for an inverse transform. y is the (rows, m) circular convolution.
+kernel void bluestein_chirp_out(global const float2 *y, global float2 *dst,
+                                global const float2 *chirp, int rows, int n, int m,
+                                int inverse, float scale)
+{
+    int k = get_global_id(0), row = get_global_id(1);
+    if (k >= n || row >= rows)
+        return;
+    float2 v = cmul(y[(size_t)row * m + k], chirp[k]) * scale;
+    if (inverse)
+        v.y = -v.y;
+    dst[(size_t)row * n + k] = v;
+}
+
+// ---------------------------------------------------------------- real <-> complex
+// Each pair below is a map and its adjoint (the backward pass of the other).
+
+// One work-item per element: z = x + 0i. Adjoint: real_part.
+kernel void to_complex(global const float *x, global float2 *z, int count)
+{
+    int i = get_global_id(0);
+    if (i < count)
+        z[i] = (float2)(x[i], 0.0f);
+}
+
+// One work-item per element: x = Re z.
+kernel void real_part(global const float2 *z, global float *x, int count)
+{
+    int i = get_global_id(0);
+    if (i < count)
+        x[i] = z[i].x;
+}
+
+// One work-item per complex element (j, row) of (rows, n): the real (rows, 2n) array
+// [Re z | Im z], the block layout CATCH feeds to its real layers. Adjoint (and inverse):
+// from_re_im, since G_z = dL/dRe + i dL/dIm.
+kernel void re_im(global const float2 *z, global float *out, int rows, int n)
+{
+    int j = get_global_id(0), row = get_global_id(1);
+    if (j >= n || row >= rows)
+        return;
+    float2 v = z[(size_t)row * n + j];
+    out[(size_t)row * 2 * n + j] = v.x;
+    out[(size_t)row * 2 * n + n + j] = v.y;
+}
+
+// One work-item per complex element (j, row): z = out[row, j] + i out[row, n + j].
+kernel void from_re_im(global const float *r, global float2 *z, int rows, int n)
+{
+    int j = get_global_id(0), row = get_global_id(1);
+    if (j >= n || row >= rows)
+        return;
+    size_t o = (size_t)row * 2 * n;
+    z[(size_t)row * n + j] = (float2)(r[o + j], r[o + n + j]);
+}

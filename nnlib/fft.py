@@ -1,0 +1,249 @@
+"""The FFT and its inverse along the last axis, on the device (kernels/fft.cl).
+
+    z = nnlib.fft.fft(x)              # (..., n) complex64 device array, like np.fft.fft
+    x2 = nnlib.fft.ifft(z)            # like np.fft.ifft; x2 == x to float32 precision
+    layer = nnlib.fft.FFT(inverse=False, norm="backward")   # forward / backward, as a layer
+
+Any length n: Stockham radix-4 stages (one radix-2 stage first when log2 n is odd) for
+powers of two, a direct DFT for other lengths up to ``DIRECT_MAX``, Bluestein above. ``norm`` has numpy's meaning ("backward": no scaling on
+the forward transform, 1/n on the inverse; "ortho": 1/sqrt(n) on both; "forward": 1/n on
+the forward). Inputs: a numpy array (real or complex, converted to complex64) or a
+complex64 device array; outputs are new complex64 device arrays of the same shape.
+
+Gradients follow the conjugate convention G = dL/dRe + i dL/dIm (see kernels/complex.cl).
+The adjoint of the DFT matrix F is conj(F) = n * inverse DFT, so the backward pass of
+``fft(., norm)`` is ``ifft(., dual(norm))`` and vice versa, where ``dual`` swaps "backward"
+and "forward" and keeps "ortho".
+
+Real <-> complex helpers, each with its adjoint (their backward passes):
+``to_complex`` (x -> x + 0i) / ``real_part``; ``re_im`` ((..., n) complex -> (..., 2n) real
+[Re | Im], CATCH's block layout) / ``from_re_im``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pyopencl.array as cla
+
+from .layers.base import Layer
+from .reference.fft import radices
+from .runtime import get_runtime
+
+__all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
+           "DIRECT_MAX", "NORMS", "dual_norm"]
+
+DIRECT_MAX = 24  # non-power-of-two lengths up to this use the O(n^2) direct DFT (faster there)
+NORMS = ("backward", "ortho", "forward")
+_DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # runtime -> {n: _Plan}
+
+
+def dual_norm(norm: str) -> str:
+    """The normalisation whose inverse transform is the adjoint of ``norm``'s forward one."""
+    _check_norm(norm)
+    return _DUAL[norm]
+
+
+def _check_norm(norm):
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; choose one of {NORMS}")
+
+
+def _scale(n: int, norm: str, inverse: bool) -> float:
+    _check_norm(norm)
+    if norm == "ortho":
+        return 1.0 / np.sqrt(n)
+    return 1.0 / n if (norm == "forward") != inverse else 1.0
+
+
+def _is_pow2(n: int) -> bool:
+    return n >= 2 and n & (n - 1) == 0
+
+
+def _twiddles(n: int) -> np.ndarray:
+    """exp(-2 pi i m / n) for m < n, from float64."""
+    return np.exp(-2j * np.pi * np.arange(n) / n).astype(np.complex64)
+
+
+class _Plan:
+    """How one length is transformed on one runtime, with its tables on the device."""
+
+    def __init__(self, rt, n: int):
+        self.rt, self.n = rt, n
+        k = lambda name: rt.kernel("fft", name)  # noqa: E731
+        if _is_pow2(n):
+            self.kind = "pow2"
+            self.stages = [(k(f"fft_radix{r}_stage"), r) for r in radices(n)]
+            self.tw = cla.to_device(rt.queue, _twiddles(n))
+        elif n <= DIRECT_MAX:
+            self.kind = "direct"
+            self.dft = k("dft_direct")
+            self.tw = cla.to_device(rt.queue, _twiddles(n))
+        else:
+            self.kind = "bluestein"
+            self.m = 1 << (2 * n - 2).bit_length()  # the power of two >= 2n - 1
+            j = np.arange(n, dtype=np.int64)
+            chirp = np.exp(-1j * np.pi * ((j * j) % (2 * n)) / n)  # exp(-i pi j^2 / n)
+            self.chirp = cla.to_device(rt.queue, chirp.astype(np.complex64))
+            b = np.zeros(self.m, np.complex128)
+            b[:n], b[self.m - n + 1:] = chirp.conj(), chirp.conj()[1:][::-1]
+            self.inner = plan(rt, self.m)
+            self.filter = self.inner.run(cla.to_device(rt.queue, b.astype(np.complex64)),
+                                         False, 1.0)
+            self.chirp_in, self.multiply = k("bluestein_chirp_in"), k("bluestein_multiply")
+            self.chirp_out = k("bluestein_chirp_out")
+
+    def run(self, x, inverse: bool, scale: float):
+        """A new array: the (unnormalised, times ``scale``) transform of each row of ``x``."""
+        rt, n = self.rt, self.n
+        rows = x.size // n
+        out = rt.empty(x.shape, np.complex64)
+        args = (np.int32(rows), np.int32(n))
+        if self.kind == "direct":
+            rt.launch(self.dft, (n, rows), None, x.data, out.data, self.tw.data, *args,
+                      np.int32(inverse), np.float32(scale))
+        elif self.kind == "pow2":
+            count = len(self.stages)
+            spare = rt.empty(x.shape, np.complex64)
+            # ping-pong so that the last stage writes `out`
+            dst = out if count % 2 == 1 else spare
+            src, p = x, 1
+            for s, (stage, radix) in enumerate(self.stages):
+                last = s == count - 1
+                rt.launch(stage, (n // radix, rows), None, src.data, dst.data, self.tw.data,
+                          *args, np.int32(p), np.int32(inverse),
+                          np.float32(scale if last else 1.0))
+                src, dst, p = dst, (spare if dst is out else out), radix * p
+        else:
+            m = self.m
+            padded = rt.empty((rows, m), np.complex64)
+            rt.launch(self.chirp_in, (m, rows), None, x.data, padded.data, self.chirp.data,
+                      *args, np.int32(m), np.int32(inverse))
+            spectrum = self.inner.run(padded, False, 1.0)
+            rt.launch(self.multiply, (m, rows), None, spectrum.data, self.filter.data,
+                      np.int32(rows), np.int32(m))
+            conv = self.inner.run(spectrum, True, 1.0 / m)
+            rt.launch(self.chirp_out, (n, rows), None, conv.data, out.data, self.chirp.data,
+                      *args, np.int32(m), np.int32(inverse), np.float32(scale))
+        return out
+
+
+def plan(rt, n: int) -> _Plan:
+    """The cached plan for length ``n`` on runtime ``rt`` (``plan(rt, n).kind`` says which
+    algorithm runs: "pow2" (Stockham radix-4/2 stages), "direct" or "bluestein")."""
+    cache = _plans.setdefault(rt, {})
+    if n not in cache:
+        cache[n] = _Plan(rt, n)
+    return cache[n]
+
+
+def _complex_input(x, rt, name):
+    if not isinstance(x, cla.Array):
+        x = np.asarray(x)
+        if x.ndim and not np.iscomplexobj(x):
+            x = x.astype(np.float32).astype(np.complex64)
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"{name}: need at least one axis and a last axis of length >= 1, "
+                         f"got shape {x.shape}")
+    x = rt.to_device(x, name, dtype=np.complex64)
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name}: device array must be C-contiguous")
+    return x
+
+
+def _transform(x, inverse, norm, runtime, name):
+    rt = runtime or get_runtime()
+    x = _complex_input(x, rt, name)
+    n = x.shape[-1]
+    if x.size == 0:
+        return rt.empty(x.shape, np.complex64)
+    return plan(rt, n).run(x, inverse, _scale(n, norm, inverse))
+
+
+def fft(x, norm: str = "backward", runtime=None):
+    """X_k = sum_j x_j exp(-2 pi i jk/n) along the last axis (times the ``norm`` factor)."""
+    return _transform(x, False, norm, runtime, "fft input")
+
+
+def ifft(x, norm: str = "backward", runtime=None):
+    """x_j = (1/n) sum_k X_k exp(+2 pi i jk/n) along the last axis (``norm`` as numpy)."""
+    return _transform(x, True, norm, runtime, "ifft input")
+
+
+class FFT(Layer):
+    """``fft`` (or ``ifft`` when ``inverse``) as a layer: ``backward(g)`` applies the adjoint,
+    the opposite transform with the dual normalisation. Complex64 in and out, no parameters.
+    """
+
+    def __init__(self, inverse: bool = False, norm: str = "backward", runtime=None):
+        super().__init__(runtime)
+        _check_norm(norm)
+        self.inverse, self.norm = bool(inverse), norm
+        self._shape = None
+
+    def __repr__(self):
+        return f"FFT(inverse={self.inverse}, norm={self.norm!r})"
+
+    def config(self) -> dict:
+        return {"inverse": self.inverse, "norm": self.norm}
+
+    def forward(self, x):
+        op = ifft if self.inverse else fft
+        y = op(x, self.norm, self.runtime)
+        self._shape = y.shape
+        return y
+
+    def backward(self, grad_out):
+        if self._shape is None:
+            raise RuntimeError("FFT.backward called before forward")
+        g = _complex_input(grad_out, self.runtime, "FFT grad_out")
+        if g.shape != self._shape:
+            raise ValueError(f"FFT grad_out: expected shape {self._shape}, got {g.shape}")
+        op = fft if self.inverse else ifft
+        return op(g, _DUAL[self.norm], self.runtime)
+
+
+def _elementwise(rt, name, src, out, count):
+    rt.launch(rt.kernel("fft", name), (count,), None, src.data, out.data, np.int32(count))
+    return out
+
+
+def to_complex(x, runtime=None):
+    """x + 0i as a complex64 device array. Its adjoint (backward pass) is ``real_part``."""
+    rt = runtime or get_runtime()
+    x = rt.to_device(x, "to_complex input")
+    return _elementwise(rt, "to_complex", x, rt.empty(x.shape, np.complex64), x.size)
+
+
+def real_part(z, runtime=None):
+    """Re z as a float32 device array. Its adjoint is ``to_complex``."""
+    rt = runtime or get_runtime()
+    z = _complex_input(z, rt, "real_part input")
+    return _elementwise(rt, "real_part", z, rt.empty(z.shape), z.size)
+
+
+def re_im(z, runtime=None):
+    """(..., n) complex -> (..., 2n) float32 [Re z | Im z]. Adjoint and inverse: ``from_re_im``."""
+    rt = runtime or get_runtime()
+    z = _complex_input(z, rt, "re_im input")
+    n = z.shape[-1]
+    out = rt.empty(z.shape[:-1] + (2 * n,))
+    rt.launch(rt.kernel("fft", "re_im"), (n, z.size // n), None, z.data, out.data,
+              np.int32(z.size // n), np.int32(n))
+    return out
+
+
+def from_re_im(r, runtime=None):
+    """(..., 2n) float32 [Re | Im] -> (..., n) complex64. Adjoint and inverse: ``re_im``."""
+    rt = runtime or get_runtime()
+    r = rt.to_device(r, "from_re_im input")
+    if r.ndim == 0 or r.shape[-1] % 2 or r.shape[-1] == 0:
+        raise ValueError(f"from_re_im input: last axis must have even length >= 2, "
+                         f"got shape {r.shape}")
+    n = r.shape[-1] // 2
+    z = rt.empty(r.shape[:-1] + (n,), np.complex64)
+    rt.launch(rt.kernel("fft", "from_re_im"), (n, r.size // (2 * n)), None, r.data, z.data,
+              np.int32(r.size // (2 * n)), np.int32(n))
+    return z

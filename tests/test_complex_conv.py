@@ -1,0 +1,173 @@
+"""ComplexConv1d and kernels/complex.cl: against numpy, finite differences on the real and
+imaginary parts, PyTorch autograd on complex tensors, and the seed's unconjugated formula."""
+
+import numpy as np
+import pytest
+
+import nnlib
+from nnlib import reference as ref
+from nnlib.layers.conv import COMPLEX_ACTIVATIONS
+
+from .gradcheck import numeric_grad
+from .test_conv import check_against_reference, geometries, host_grads, host_params, sample
+
+ACTS = list(COMPLEX_ACTIVATIONS)
+
+
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("layout", ["channels", "tokens"])
+def test_kernels_match_reference(rt, rng, act, shared, layout):
+    # inputs scaled down so that z stays away from the poles of tanh (z = i pi/2 + k i pi)
+    for geometry in geometries(rt):
+        check_against_reference(rt, rng, nnlib.ComplexConv1d, act, geometry, shared, layout,
+                                scale=0.5, modrelu_b=-0.3)
+
+
+def complex_numeric_grad(loss, z):
+    """dL/dRe z + i dL/dIm z by central differences on each part separately."""
+    re, im = z.real.copy(), z.imag.copy()
+
+    def part(var):
+        def f():
+            z[...] = re + 1j * im
+            return loss()
+        g = numeric_grad(f, var, eps=1e-6)
+        z[...] = re + 1j * im
+        return g
+
+    return part(re) + 1j * part(im)
+
+
+def gradcheck_case(rt, act, shared, layout="channels", seed=6):
+    rng = np.random.default_rng(seed)
+    layer = nnlib.ComplexConv1d(3, 2, 2, 2, activation=act, shared=shared, layout=layout,
+                                modrelu_b=-0.4, seed=seed, runtime=rt)
+    x = sample(rng, (2, 2, 9), True, 0.7)
+    y = layer.forward(x.astype(np.complex64))
+    r = sample(rng, y.shape, True)
+    dx = layer.backward(r.astype(np.complex64)).get()
+    w, b = host_params(layer)
+
+    def loss():  # a real loss: L = Re sum(conj(r) y), so G_y = r
+        y = ref.conv1d_layer_forward(x, w, b, 2, act, layout, modrelu_b=-0.4)
+        return float(np.real(np.sum(np.conj(r) * y)))
+
+    return layer, x, w, b, r, dx, loss
+
+
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("shared", [False, True])
+def test_gradients_match_finite_differences(rt, act, shared):
+    layer, x, w, b, r, dx, loss = gradcheck_case(rt, act, shared)
+    gw, gb = host_grads(layer)
+    for got, var in ((dx, x), (gw, w), (gb, b)):
+        np.testing.assert_allclose(got, complex_numeric_grad(loss, var), rtol=1e-3, atol=2e-4)
+
+
+def test_reference_gradients_match_finite_differences_in_tokens_layout():
+    rng = np.random.default_rng(2)
+    x, w = sample(rng, (1, 2, 8), True), sample(rng, (2, 3, 3), True)
+    b = sample(rng, (2, 3), True)
+    r = sample(rng, (1, 2, 3, 3), True)
+
+    def loss():
+        y = ref.conv1d_layer_forward(x, w, b, 2, "tanh", "tokens")
+        return float(np.real(np.sum(np.conj(r) * y)))
+
+    got = ref.conv1d_layer_backward(x, w, b, r, 2, "tanh", "tokens")
+    for g, var in zip(got, (x, w, b)):
+        np.testing.assert_allclose(g, complex_numeric_grad(loss, var), rtol=1e-6, atol=1e-8)
+
+
+def test_seed_formula_without_conjugates_fails_the_gradient_check(rt):
+    """The seed multiplies by w and f'(z) instead of conj(w) and conj(f'(z))."""
+    layer, x, w, b, r, dx, loss = gradcheck_case(rt, "tanh", False)
+    numeric = complex_numeric_grad(loss, x)
+    seed_dx = ref.conv1d_layer_backward(x, w, b, r, 2, "tanh", conjugate=False)[0]
+    ours = ref.conv1d_layer_backward(x, w, b, r, 2, "tanh")[0]
+    np.testing.assert_allclose(ours, numeric, rtol=1e-6, atol=1e-8)
+    assert np.abs(seed_dx - numeric).max() > 0.1 * np.abs(numeric).max()
+    np.testing.assert_allclose(dx, numeric, rtol=1e-3, atol=2e-4)
+
+
+def test_gradient_step_decreases_the_loss(rt):
+    layer, x, w, b, r, _, loss = gradcheck_case(rt, "modrelu", False)
+    before = loss()
+    gw, gb = host_grads(layer)
+    w -= 1e-3 * gw
+    b -= 1e-3 * gb
+    assert loss() < before - 1e-4
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("shared", [False, True])
+def test_matches_torch_autograd_on_complex_tensors(rt, act, shared):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(11)
+    batch, variables, length, window, step, filters = 3, 2, 21, 4, 3, 5
+    layer = nnlib.ComplexConv1d(window, step, filters, variables, activation=act,
+                                shared=shared, modrelu_b=-0.3, seed=1, runtime=rt)
+    x = sample(rng, (batch, variables, length), True, 0.5).astype(np.complex64)
+    y = layer.forward(x).get()
+    r = sample(rng, y.shape, True).astype(np.complex64)
+    dx = layer.backward(r).get()
+
+    w64, b64 = host_params(layer)
+    xt = torch.tensor(x, requires_grad=True)
+    wt = torch.tensor(w64.astype(np.complex64), requires_grad=True)
+    bt = torch.tensor(b64.astype(np.complex64), requires_grad=True)
+    if shared:
+        z = F.conv1d(xt.reshape(batch * variables, 1, length), wt.reshape(filters, 1, window),
+                     bt.reshape(filters), stride=step).reshape(y.shape)
+    else:
+        z = F.conv1d(xt, wt.reshape(variables * filters, 1, window), bt.reshape(-1),
+                     stride=step, groups=variables).reshape(y.shape)
+    if act == "tanh":
+        z = torch.tanh(z)
+    elif act == "split_sigmoid":
+        z = torch.complex(torch.sigmoid(z.real), torch.sigmoid(z.imag))
+    elif act == "modrelu":
+        z = torch.relu(z.abs() - 0.3) * z / z.abs()
+    np.testing.assert_allclose(y, z.detach().numpy(), rtol=1e-4, atol=1e-5)
+    torch.real(torch.sum(torch.conj(torch.tensor(r)) * z)).backward()
+    gw, gb = host_grads(layer)
+    for got, want in ((dx, xt.grad), (gw, wt.grad), (gb, bt.grad)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_complex_parameters_are_float2_pairs(rt):
+    layer = nnlib.ComplexConv1d(4, 1, 3, 2, runtime=rt)
+    assert layer.weight.shape == (2, 3, 4, 2) and layer.bias.shape == (2, 3, 2)
+    assert layer.weight.block_size == 8 and layer.bias.block_size == 2
+    assert layer.weight.value.dtype == np.float32
+    with pytest.raises(ValueError, match="modrelu_b must be <= 0"):
+        nnlib.ComplexConv1d(4, 1, 3, 2, modrelu_b=0.5, runtime=rt)
+    with pytest.raises(TypeError, match="need complex64"):
+        layer.forward(np.zeros((1, 2, 5), np.float32))
+
+
+OPS = {"mul": (0, lambda a, b: a * b), "conj_mul": (1, lambda a, b: np.conj(a) * b),
+       "div": (2, lambda a, b: a / b), "exp": (3, lambda a, b: np.exp(a)),
+       "tanh": (4, lambda a, b: np.tanh(a)), "sigmoid": (5, lambda a, b: 1 / (1 + np.exp(-a))),
+       "abs": (6, lambda a, b: np.abs(a) + 0j)}
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_complex_helpers_match_numpy(rt, op):
+    rng = np.random.default_rng(3)
+    n = rt.max_work_group_size + 3
+    a = sample(rng, n, True) * np.where(np.arange(n) % 7 == 0, 1e19, 1.0) if op in (
+        "div", "abs") else sample(rng, n, True)
+    b = sample(rng, n, True) * (1e19 if op == "div" else 1.0)
+    a[:2] = [12 + 1j, -11 - 3j]  # tanh far from the origin, where the formula would overflow
+    a, b = a.astype(np.complex64), b.astype(np.complex64)
+    code, f = OPS[op]
+    out = rt.empty(n, np.complex64)
+    da, db = rt.to_device(a, dtype=np.complex64), rt.to_device(b, dtype=np.complex64)
+    rt.launch(rt.kernel("complex", "complex_ops"), (n,), None, da.data, db.data, out.data,
+              np.int32(n), np.int32(code))
+    want = f(a.astype(np.complex128), b.astype(np.complex128))
+    np.testing.assert_allclose(out.get(), want, rtol=2e-5, atol=1e-6)

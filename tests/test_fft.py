@@ -1,0 +1,164 @@
+"""nnlib.fft against np.fft, round trip, Parseval, the adjoint by finite differences, the
+numpy references of the three algorithms, the real <-> complex helpers and bad input."""
+
+import numpy as np
+import pytest
+
+import nnlib
+from nnlib import fft as F
+from nnlib import reference as ref
+
+from .test_complex_conv import complex_numeric_grad
+
+
+def lengths(rt):
+    """Every algorithm, odd and prime lengths, and lengths above the max work-group size."""
+    big = rt.max_work_group_size
+    return [1, 2, 3, 5, 8, 17, 63, F.DIRECT_MAX, F.DIRECT_MAX + 1, 97, 100, 1024, 2 * big,
+            big + 4]
+
+
+def cdata(rng, shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def assert_close(got, want, tol=1e-5):
+    """Errors of an FFT in float32 scale with the largest coefficient, not with each one."""
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(np.abs(want).max(), 1e-30))
+
+
+def test_each_length_uses_the_expected_algorithm(rt):
+    big = rt.max_work_group_size + 4
+    want = {1: "direct", 2: "pow2", 1024: "pow2", 17: "direct", F.DIRECT_MAX - 1: "direct",
+            F.DIRECT_MAX + 1: "bluestein", big: "bluestein"}
+    assert {n: F.plan(rt, n).kind for n in want} == want
+
+
+@pytest.mark.parametrize("norm", F.NORMS)
+def test_fft_and_ifft_match_numpy(rt, rng, norm):
+    for n in lengths(rt):
+        for shape in ((1, n), (3, n), (2, 1, n)):
+            x = cdata(rng, shape)
+            x128 = x.astype(np.complex128)
+            assert_close(F.fft(x, norm, rt).get(), np.fft.fft(x128, norm=norm))
+            assert_close(F.ifft(x, norm, rt).get(), np.fft.ifft(x128, norm=norm))
+
+
+def test_one_dimensional_and_real_input(rt, rng):
+    x = rng.standard_normal(100)
+    assert F.fft(x, runtime=rt).shape == (100,)
+    assert_close(F.fft(x, runtime=rt).get(), np.fft.fft(x))
+    assert_close(F.fft(list(x[:8]), runtime=rt).get(), np.fft.fft(x[:8]))
+
+
+def test_round_trip_and_parseval(rt, rng):
+    for n in lengths(rt):
+        x = cdata(rng, (4, n))
+        back = F.ifft(F.fft(x, runtime=rt), runtime=rt).get()
+        np.testing.assert_allclose(back, x, rtol=0, atol=3e-6 * np.abs(x).max())
+        spectrum = F.fft(x, runtime=rt).get().astype(np.complex128)
+        energy = np.sum(np.abs(x.astype(np.complex128)) ** 2, axis=-1)
+        np.testing.assert_allclose(np.sum(np.abs(spectrum) ** 2, axis=-1) / n, energy,
+                                   rtol=1e-5)
+        ortho = F.fft(x, "ortho", rt).get().astype(np.complex128)
+        np.testing.assert_allclose(np.sum(np.abs(ortho) ** 2, axis=-1), energy, rtol=1e-5)
+
+
+def test_device_input_is_left_unchanged(rt, rng):
+    x = cdata(rng, (2, 16))
+    dev = rt.to_device(x, dtype=np.complex64)
+    F.fft(dev, runtime=rt)
+    F.ifft(dev, runtime=rt)
+    np.testing.assert_array_equal(dev.get(), x)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("norm", F.NORMS)
+@pytest.mark.parametrize("n", [8, 5, 70])
+def test_layer_backward_matches_finite_differences(rt, inverse, norm, n):
+    """G_x of L = Re sum(conj(r) y) is the adjoint transform of G_y = r."""
+    rng = np.random.default_rng(n)
+    x = cdata(rng, (2, n)).astype(np.complex128)
+    r = cdata(rng, (2, n))
+    layer = F.FFT(inverse=inverse, norm=norm, runtime=rt)
+    layer.forward(x.astype(np.complex64))
+    got = layer.backward(r).get()
+    op = np.fft.ifft if inverse else np.fft.fft
+
+    def loss():
+        return float(np.real(np.sum(np.conj(r) * op(x, norm=norm))))
+
+    np.testing.assert_allclose(got, complex_numeric_grad(loss, x), rtol=0, atol=1e-4)
+    if not inverse:
+        assert_close(got, ref.fft_adjoint(r.astype(np.complex128), norm))
+
+
+def test_layer_config_and_errors(rt):
+    layer = F.FFT(inverse=True, norm="ortho", runtime=rt)
+    assert F.FFT(**layer.config(), runtime=rt).config() == {"inverse": True, "norm": "ortho"}
+    with pytest.raises(RuntimeError, match="before forward"):
+        layer.backward(np.zeros((1, 4), np.complex64))
+    layer.forward(np.zeros((2, 4), np.complex64))
+    with pytest.raises(ValueError, match=r"expected shape \(2, 4\), got \(2, 5\)"):
+        layer.backward(np.zeros((2, 5), np.complex64))
+    assert F.dual_norm("backward") == "forward" and F.dual_norm("ortho") == "ortho"
+
+
+@pytest.mark.parametrize("n", [2, 8, 64, 3, 15, 100, 131])
+def test_reference_algorithms_match_numpy(rng, n):
+    x = cdata(rng, (3, n)).astype(np.complex128)
+    np.testing.assert_allclose(ref.dft(x), np.fft.fft(x), atol=1e-9)
+    np.testing.assert_allclose(ref.dft(x, inverse=True), n * np.fft.ifft(x), atol=1e-9)
+    np.testing.assert_allclose(ref.bluestein(x), np.fft.fft(x), atol=1e-9)
+    np.testing.assert_allclose(ref.bluestein(x, inverse=True), n * np.fft.ifft(x), atol=1e-9)
+    if n & (n - 1) == 0:
+        log = n.bit_length() - 1
+        assert ref.radices(n) == [2] * (log % 2) + [4] * (log // 2)
+        np.testing.assert_allclose(ref.fft_pow2(x), np.fft.fft(x), atol=1e-9)
+        np.testing.assert_allclose(ref.fft_pow2(x, True), n * np.fft.ifft(x), atol=1e-9)
+        radix2 = ref.fft_stages(x, radix_list=[2] * log)
+        assert len(radix2) == log + 1
+        np.testing.assert_allclose(radix2[-1], np.fft.fft(x), atol=1e-9)
+
+
+def test_reference_stockham_refuses_other_lengths():
+    with pytest.raises(ValueError, match="power-of-two length"):
+        ref.fft_pow2(np.ones(6))
+    with pytest.raises(ValueError, match="do not multiply to n = 8"):
+        ref.fft_stages(np.ones(8), radix_list=[2, 2])
+
+
+def test_real_complex_helpers_and_their_adjoints(rt, rng):
+    big = rt.max_work_group_size + 5
+    x = rng.standard_normal((3, big)).astype(np.float32)
+    z = cdata(rng, (3, big))
+    np.testing.assert_array_equal(F.to_complex(x, rt).get(), x.astype(np.complex64))
+    np.testing.assert_array_equal(F.real_part(z, rt).get(), z.real)
+    blocks = F.re_im(z, rt).get()
+    np.testing.assert_array_equal(blocks, np.concatenate([z.real, z.imag], axis=-1))
+    np.testing.assert_array_equal(F.from_re_im(blocks, rt).get(), z)
+    # <A x, y>_R == <x, A^T y>_R: real_part is the adjoint of to_complex, from_re_im of re_im
+    inner = lambda a, b: np.sum(np.real(np.conj(a) * b))  # noqa: E731
+    np.testing.assert_allclose(inner(F.to_complex(x, rt).get(), z),
+                               inner(x, F.real_part(z, rt).get()), rtol=1e-5)
+    r = rng.standard_normal((3, 2 * big)).astype(np.float32)
+    np.testing.assert_allclose(inner(F.re_im(z, rt).get(), r),
+                               inner(z, F.from_re_im(r, rt).get()), rtol=1e-5)
+
+
+def test_bad_input_gets_clear_errors(rt):
+    with pytest.raises(ValueError, match="unknown norm 'unitary'"):
+        F.fft(np.ones(4), "unitary", rt)
+    with pytest.raises(ValueError, match="last axis of length >= 1"):
+        F.fft(np.ones((3, 0)), runtime=rt)
+    with pytest.raises(ValueError, match="at least one axis"):
+        F.ifft(np.complex64(1), runtime=rt)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        F.fft(np.array([1.0, np.nan]), runtime=rt)
+    with pytest.raises(TypeError, match="device array has dtype float32, need"):
+        F.fft(rt.zeros(4), runtime=rt)
+    with pytest.raises(ValueError, match="even length"):
+        F.from_re_im(np.ones((2, 5)), rt)
+    with pytest.raises(TypeError, match="need"):
+        F.to_complex(np.ones(3, np.complex64), rt)
+    assert nnlib.fft is F
