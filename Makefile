@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
           --nbval-cell-timeout 600
 
-.PHONY: workbook test lab setup setup-test doctor unit notebooks notebook clean
+.PHONY: workbook test lab setup setup-test doctor unit notebooks notebook exercises site clean
 
 ## make workbook: set up, then execute every notebook in order into build/workbook/
 workbook: setup doctor
@@ -46,6 +46,14 @@ notebooks:
 notebook:
 	$(VENV)/bin/jupytext --to ipynb --update $(NB)
 	$(PY) tools/run_notebooks.py --inplace $(NB:.py=.ipynb)
+
+## make exercises: the notebooks and kernel files without their solutions, in build/exercises/
+exercises: setup
+	$(PY) tools/make_exercises.py --out build/exercises
+
+## make site: the executed workbook as static HTML in build/site/ (from the stored outputs)
+site: setup
+	$(PY) tools/build_site.py --out build/site
 
 clean:
 	rm -rf build dist

@@ -24,10 +24,13 @@ inline float activate(float z, int act)
 inline float activate_grad(float y, int act)
 {
     switch (act) {
+    // BEGIN SOLUTION
+    // HINT: one case per activation (ACT_TANH, ...), each returning f'(z) written with y = f(z)
     case ACT_TANH: return 1.0f - y * y;
     case ACT_SIGMOID: return y * (1.0f - y);
     case ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
     case ACT_LEAKY_RELU: return y > 0.0f ? 1.0f : LEAKY_SLOPE;
+    // END SOLUTION
     default: return 1.0f;
     }
 }

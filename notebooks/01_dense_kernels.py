@@ -69,7 +69,10 @@ print(inspect.getsource(ref.dense_backward))
 # several kernel files, so they live in `kernels/activation.cl`:
 
 # %%
+### BEGIN SOLUTION
 print(nnlib.source("activation").split("// One work-item per element")[0])
+### STUB: print(open("../kernels/activation.cl").read().split("// One work-item per element")[0])
+### END SOLUTION
 
 # %% [markdown]
 # And the dense kernels (`kernels/dense.cl`). The first section is the article's design; the
@@ -77,7 +80,10 @@ print(nnlib.source("activation").split("// One work-item per element")[0])
 # accumulators: notebook 03 explains why it is many times faster on the same hardware.
 
 # %%
+### BEGIN SOLUTION
 print(nnlib.source("dense"))
+### STUB: print(open("../kernels/dense.cl").read())  # your copy, with the exercise
+### END SOLUTION
 
 # %% [markdown]
 # `nnlib.Dense` launches these kernels. Both variants must agree with numpy on awkward sizes:
@@ -105,7 +111,10 @@ for variant in ("seed", "fast"):
 # output element (`kernels/loss.cl`):
 
 # %%
+### BEGIN SOLUTION
 print(nnlib.source("loss"))
+### STUB: print(open("../kernels/loss.cl").read())  # your copy, with the exercise
+### END SOLUTION
 
 # %% [markdown]
 # The **hidden gradient** passes the gradient to the layer below:
@@ -225,3 +234,22 @@ plt.show()
 # 2. Remove `+ bias[j]` from a copy of `dense_forward_seed`. Which check above fails first?
 # 3. Why does `dense_backward_weight` *add* to `dw` instead of overwriting it? What would go
 #    wrong in `fit` if it overwrote?
+#
+# ### Checked exercises: write the kernels yourself
+# In the exercise version of this notebook (`make exercises`), three pieces are missing from
+# your copies of the kernels in `../kernels/`: the body of `dense_forward_seed` (`dense.cl`),
+# the cases of `activate_grad` (`activation.cl`) and the body of `output_gradient`
+# (`loss.cl`). Write each one and run its check: it launches your kernel on awkward sizes
+# (batch 1, odd sizes, a size above the device's largest work-group), compares with
+# `nnlib.reference` and names the likely mistake.
+
+# %%
+from nnlib import exercises
+
+exercises.check_dense_forward("../kernels")
+
+# %%
+exercises.check_activation_grad("../kernels")
+
+# %%
+exercises.check_output_gradient("../kernels")

@@ -164,3 +164,30 @@ for k, name in enumerate(data.CLASS_NAMES):
 # 1. Weight the classes (oversample fractals in each batch). How do precision and recall move?
 # 2. Train with `batch_size=1`, as the article does. How do time per epoch and the curves change?
 # 3. Replace the features by raw prices. What happens to the learning curves, and why?
+#
+# ### Checked exercise: balanced accuracy
+# Accuracy rewards the constant answer *none*. The **balanced accuracy** averages, over the
+# classes present in `y_true`, each class's recall (the share of its candles predicted as it):
+# the constant answer scores 1/3 whatever the class balance. Write it and run the check; then
+# compare the network with the constant answer on the test set.
+
+# %%
+from nnlib import exercises
+
+
+def balanced_accuracy(y_true, y_pred, n_classes):
+    ### BEGIN SOLUTION
+    # HINT: for each class k present in y_true, its recall is np.mean(y_pred[y_true == k] == k)
+    recalls = [np.mean(y_pred[y_true == k] == k) for k in range(n_classes) if np.any(y_true == k)]
+    return float(np.mean(recalls))
+    ### END SOLUTION
+
+
+exercises.check_balanced_accuracy(balanced_accuracy)
+
+# %%
+### BEGIN SOLUTION
+# HINT: pred holds the network's test predictions; the constant answer is np.full_like(y_test, 2)
+print(f"balanced accuracy on the test set: network {balanced_accuracy(y_test, pred, 3):.3f}, "
+      f"always 'none' {balanced_accuracy(y_test, np.full_like(y_test, 2), 3):.3f}")
+### END SOLUTION

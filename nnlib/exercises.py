@@ -1,0 +1,471 @@
+"""Checks for the workbook's exercises: is a student's kernel (or function) right, and if not, why?
+
+    from nnlib import exercises
+    exercises.check_dense_forward("../kernels")   # the folder holding your copy of dense.cl
+
+Each check runs the student's code on awkward cases (batch 1, odd sizes, sizes above the
+device's largest work-group) against ``nnlib.reference`` and returns a :class:`Verdict`: it
+displays as a short report (which case failed, the largest error, a hint) and is truthy when
+every case passes. Kernel outputs are filled with NaN before each launch and followed by a
+guard area, so a kernel that writes nothing, or past the end, is named as such.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from . import reference as ref
+from .activations import ACTIVATIONS
+from .network import LOSSES
+from .runtime import KernelBuildError, get_runtime
+
+__all__ = ["Verdict", "check_activation_grad", "check_balanced_accuracy", "check_cmulconj",
+           "check_dense_forward", "check_fft_radix2_stage", "check_output_gradient",
+           "check_sgd_update", "check_vector_add"]
+
+class NotYet(Exception):
+    """Stops a check (or one case) with what to tell the student."""
+
+
+@dataclass
+class Verdict:
+    check: str
+    passed: bool
+    report: str
+
+    def __bool__(self):
+        return self.passed
+
+    def __repr__(self):
+        return self.report
+
+
+@dataclass
+class Case:
+    """One run of the student's code: ``run()`` returns its result, ``want`` the reference."""
+
+    label: str
+    run: Callable[[], object]
+    want: np.ndarray
+    out: str  # the output's name in messages
+    mistakes: dict = field(default_factory=dict)  # hint -> what that mistake produces
+    hint: str = ""  # said when no known mistake matches
+
+
+# ---------------------------------------------------------------- verdicts
+
+def _verdict(check: str, what: str, cases: Callable[[], list], rtol=1e-4, atol=1e-5) -> Verdict:
+    """Run every case and write the report; a NotYet raised while preparing stops early."""
+    try:
+        results = []
+        for case in cases():
+            try:
+                problem = _problem(case, case.run(), rtol, atol)
+            except NotYet as err:
+                problem = str(err)
+            except cl.Error as err:
+                problem = f"the launch failed: {err}"
+            results.append((case, problem))
+    except NotYet as err:
+        return Verdict(check, False, f"{check}: not yet. {err}")
+    failed = [r for r in results if r[1]]
+    if not failed:
+        return Verdict(check, True, f"{check}: PASSED. {what} matches the reference in all "
+                                    f"{len(results)} cases.")
+    lines = [f"{check}: not yet. {len(failed)} of {len(results)} cases fail ({what})."]
+    for case, problem in results:
+        lines.append(f"  {'FAILED' if problem else 'ok':6}  {case.label}"
+                     + (f": {problem}" if problem else ""))
+    return Verdict(check, False, "\n".join(lines))
+
+
+def _problem(case: Case, got, rtol: float, atol: float) -> str | None:
+    """None if ``got`` matches ``case.want``, else what is wrong, with a hint."""
+    want, out = case.want, case.out
+    if got is None:
+        return f"got None instead of {out}"
+    try:
+        got = np.asarray(got, dtype=want.dtype)
+    except (TypeError, ValueError):
+        return f"{out} should be numbers, got {type(got).__name__}"
+    if got.shape != want.shape:
+        return f"{out} has shape {got.shape}, expected {want.shape}"
+    unwritten = np.isnan(got) & ~np.isnan(want)
+    if unwritten.all():
+        return f"nothing was written to {out} (it still holds the NaN the check put there)"
+    if unwritten.any():
+        first = tuple(int(i) for i in np.argwhere(unwritten)[0])
+        return (f"{unwritten.sum()} of {unwritten.size} values of {out} were never written, "
+                f"the first at {out}{list(first)}")
+    err = np.abs(got - want)
+    if np.all(err <= atol + rtol * np.abs(want)):
+        return None
+    at = np.unravel_index(np.nanargmax(np.where(np.isnan(err), np.inf, err)), err.shape)
+    where = f" at {out}{[int(i) for i in at]}" if want.ndim else ""
+    message = f"max |error| {err[at]:.2g}{where} (got {got[at]:.4g}, expected {want[at]:.4g})"
+    for hint, wrong in case.mistakes.items():
+        if np.allclose(got, wrong, rtol=rtol, atol=atol):
+            return f"{message}. Hint: {hint}"
+    return f"{message}. Hint: {case.hint}" if case.hint else message
+
+
+# ---------------------------------------------------------------- kernels
+
+def _kernel(folder, topic: str, name: str, params: tuple, options: tuple = ()) -> cl.Kernel:
+    """``name`` from the student's ``<folder>/<topic>.cl``, with clear messages for a missing
+    file, a build error, a missing kernel or a different number of parameters."""
+    path = Path(folder).resolve() / f"{topic}.cl"
+    if not path.is_file():
+        raise NotYet(f"there is no {path}; pass the folder that holds your {topic}.cl "
+                     f"(`make exercises` writes it to build/exercises/kernels/)")
+    try:
+        program = get_runtime().program(topic, options, folder=path.parent)
+    except KernelBuildError as err:
+        raise NotYet(f"{topic}.cl does not build. The compiler says:\n" + _errors(str(err)))
+    if name not in program.get_info(cl.program_info.KERNEL_NAMES).split(";"):
+        raise NotYet(f"{path} has no kernel named {name}")
+    kernel = cl.Kernel(program, name)
+    if kernel.num_args != len(params):
+        raise NotYet(f"{name} takes {kernel.num_args} parameters; the check passes "
+                     f"{len(params)}: ({', '.join(params)}). Keep the exercise's signature.")
+    return kernel
+
+
+def _errors(log: str) -> str:
+    """The build log's error lines (file:line:column: message), else the whole log."""
+    lines = [line.strip() for line in log.splitlines() if "error" in line.lower()
+             and ".cl:" in line]
+    return "\n".join(f"    {line}" for line in (lines or log.splitlines()))
+
+
+def _device(array, dtype=np.float32) -> cla.Array:
+    return cla.to_device(get_runtime().queue, np.ascontiguousarray(array, dtype=dtype))
+
+
+class _Output:
+    """A device output of ``shape`` filled with NaN, followed by ``guard`` more NaNs that a
+    kernel with a correct bounds check never touches."""
+
+    def __init__(self, shape, guard: int, dtype=np.float32, initial=None):
+        self.shape, self.size = shape, int(np.prod(shape))
+        host = np.full(self.size + guard, np.nan, dtype)
+        if initial is not None:
+            host[:self.size] = np.ravel(initial)
+        self.array = _device(host, dtype)
+
+    def get(self, name: str) -> np.ndarray:
+        host = self.array.get()
+        if not np.isnan(host[self.size:]).all():
+            raise NotYet(f"the kernel wrote past the end of {name}: work-items beyond the "
+                         f"data (the global size is rounded up) must do nothing")
+        return host[:self.size].reshape(self.shape)
+
+
+def _launch(kernel, grid: tuple, *args) -> None:
+    """Run ``kernel`` over ``grid``, the global size rounded up to whole work-groups of at
+    most 64 per dimension, as nnlib's layers may launch it."""
+    rt = get_runtime()
+    limit = rt.work_group_size(kernel)
+    local = (min(64, limit),) if len(grid) == 1 else (min(16, limit), max(1, min(4, limit // 16)))
+    rt.launch(kernel, grid, local, *args).wait()
+
+
+def _guard(grid: tuple) -> int:
+    """More elements than the padded work-items of ``_launch`` can reach past the data."""
+    return int(np.prod([-(-g // 64) * 64 for g in grid]))
+
+
+def _wide() -> int:
+    """A size above the device's largest work-group."""
+    return get_runtime().max_work_group_size + 3
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def _complex(rng, shape) -> np.ndarray:
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+# ---------------------------------------------------------------- notebook 00
+
+def check_vector_add(folder) -> Verdict:
+    """``vector_add(a, b, out, n)`` in ``<folder>/vector.cl``: out = a + b."""
+    def cases():
+        kernel = _kernel(folder, "vector", "vector_add", ("a", "b", "out", "n"))
+        rng = _rng()
+        for n in (1, 1000, _wide()):
+            a, b = rng.standard_normal((2, n)).astype(np.float32)
+
+            def run(a=a, b=b, n=n):
+                out = _Output((n,), _guard((n,)))
+                _launch(kernel, (n,), _device(a).data, _device(b).data, out.array.data,
+                        np.int32(n))
+                return out.get("out")
+            yield Case(f"n = {n}", run, ref.vector_add(a, b), "out",
+                       {"you computed a - b: add instead": a - b,
+                        "out holds a only: add b[i]": a})
+    return _verdict("check_vector_add", "vector_add", cases)
+
+
+# ---------------------------------------------------------------- notebook 01
+
+def check_dense_forward(folder) -> Verdict:
+    """``dense_forward_seed(x, w, bias, y, batch, n_in, n_out, act)`` in ``<folder>/dense.cl``:
+    one work-item per output value, j = get_global_id(0), sample = get_global_id(1)."""
+    params = ("x", "w", "bias", "y", "batch", "n_in", "n_out", "act")
+
+    def cases():
+        kernel = _kernel(folder, "dense", "dense_forward_seed", params)
+        rng, wide = _rng(), _wide()
+        shapes = [(1, 13, 7, "tanh"), (5, 33, 17, "sigmoid"), (4, 8, 3, "relu"),
+                  (3, wide, 9, "none"), (2, 6, wide, "leaky_relu")]
+        for batch, n_in, n_out, act in shapes:
+            x = rng.standard_normal((batch, n_in)).astype(np.float32)
+            w = (rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float32)
+            b = rng.standard_normal(n_out).astype(np.float32)
+
+            def run(x=x, w=w, b=b, act=act):
+                (batch, n_in), n_out = x.shape, w.shape[0]
+                y = _Output((batch, n_out), _guard((n_out, batch)))
+                _launch(kernel, (n_out, batch), _device(x).data, _device(w).data,
+                        _device(b).data, y.array.data, np.int32(batch), np.int32(n_in),
+                        np.int32(n_out), np.int32(ACTIVATIONS[act]))
+                return y.get("y")
+            z = x @ w.T
+            mistakes = {
+                "the bias is missing: start the sum at bias[j]": ref.activate(z, act),
+                "the activation is missing: store activate(sum, act)": z + b,
+                "the bias is added after the activation: add it to the sum first":
+                    ref.activate(z, act) + b,
+                "W is (n_out, n_in), row-major: row j starts at w + j * n_in":
+                    ref.activate(x @ w.reshape(n_in, n_out) + b, act),
+            }
+            yield Case(f"batch {batch}, {n_in} -> {n_out}, {act}", run,
+                       ref.dense_forward(x, w, b, act), "y", mistakes,
+                       "y[b, j] = activate(bias[j] + sum_k x[b, k] w[j, k], act), stored at "
+                       "y[b * n_out + j]")
+    return _verdict("check_dense_forward", "dense_forward_seed", cases)
+
+
+_DERIVATIVES = {"tanh": "1 - y*y", "sigmoid": "y * (1 - y)", "relu": "1 where y > 0, else 0",
+                "leaky_relu": "1 where y > 0, else LEAKY_SLOPE", "none": "1"}
+
+
+def check_activation_grad(folder) -> Verdict:
+    """``activate_grad(y, act)`` in ``<folder>/activation.cl``, run through the
+    ``activation_backward(y, dy, dz, n, act)`` kernel: dz = dy * act'(z), written with y."""
+    def cases():
+        kernel = _kernel(folder, "activation", "activation_backward", ("y", "dy", "dz", "n", "act"))
+        rng = _rng()
+        for act, n in (("tanh", 37), ("sigmoid", 1), ("relu", _wide()), ("leaky_relu", 100),
+                       ("none", 5)):
+            y = ref.activate(rng.standard_normal(n) * 2, act).astype(np.float32)
+            dy = rng.standard_normal(n).astype(np.float32)
+
+            def run(y=y, dy=dy, act=act):
+                dz = _Output(y.shape, _guard(y.shape))
+                _launch(kernel, y.shape, _device(y).data, _device(dy).data, dz.array.data,
+                        np.int32(y.size), np.int32(ACTIVATIONS[act]))
+                return dz.get("dz")
+            formula = _DERIVATIVES[act]
+            mistakes = {
+                f"activate_grad returns 1 for {act}: add its case, {formula}": dy,
+                f"activate_grad gets the output y = act(z), not z: write the derivative with y "
+                f"({formula})": dy * ref.activate_grad(ref.activate(y, act), act),
+            } if act != "none" else {}
+            yield Case(f"{act}, n = {n}", run, dy * ref.activate_grad(y, act), "dz", mistakes,
+                       f"the derivative of {act}, written with its output y, is {formula}")
+    return _verdict("check_activation_grad", "activate_grad", cases)
+
+
+def check_output_gradient(folder) -> Verdict:
+    """``output_gradient(y, t, dz, n, inv_count, loss, act)`` in ``<folder>/loss.cl``:
+    MSE 2 (y - t) inv_count act'(y); cross-entropy after softmax (y - t) inv_count."""
+    params = ("y", "t", "dz", "n", "inv_count", "loss", "act")
+
+    def cases():
+        kernel = _kernel(folder, "loss", "output_gradient", params)
+        rng = _rng()
+        for loss, act, batch, cols in (("cross_entropy", "softmax", 1, 3),
+                                       ("cross_entropy", "softmax", 7, 5), ("mse", "none", 5, 3),
+                                       ("mse", "sigmoid", 4, 2), ("mse", "tanh", 1, _wide())):
+            y = ref.activate(rng.standard_normal((batch, cols)), act).astype(np.float32)
+            if loss == "mse":
+                t, inv_count = rng.standard_normal((batch, cols)).astype(np.float32), 1 / y.size
+            else:
+                t = np.eye(cols, dtype=np.float32)[rng.integers(0, cols, batch)]
+                inv_count = 1 / batch
+
+            def run(y=y, t=t, inv_count=inv_count, loss=loss, act=act):
+                dz = _Output(y.shape, _guard((y.size,)))
+                _launch(kernel, (y.size,), _device(y).data, _device(t).data, dz.array.data,
+                        np.int32(y.size), np.float32(inv_count), np.int32(LOSSES[loss]),
+                        np.int32(ACTIVATIONS[act]))
+                return dz.get("dz")
+            want = ref.output_gradient(y, t, loss, act)
+            mistakes = {"the mean is missing: multiply by inv_count": want / inv_count,
+                        "the sign: the gradient points from t to y, (y - t), not (t - y)": -want}
+            if loss == "mse":
+                mistakes["the derivative of (y - t)^2 is 2 (y - t): the factor 2 is missing"] = (
+                    want / 2)
+                if act != "none":
+                    mistakes["MSE goes back through the output activation: multiply by "
+                             "activate_grad(y, act) (check_activation_grad must pass too)"] = (
+                        2 * (y - t) * inv_count)
+            else:
+                mistakes["softmax + cross-entropy has no factor 2: dz = (y - t) inv_count"] = (
+                    2 * want)
+            yield Case(f"{loss}, {act}, batch {batch} x {cols}", run, want, "dz", mistakes)
+    return _verdict("check_output_gradient", "output_gradient", cases)
+
+
+# ---------------------------------------------------------------- notebook 02
+
+def _function(fn, name: str, params: tuple) -> None:
+    if not callable(fn):
+        raise NotYet(f"pass your function {name} itself, not a {type(fn).__name__}")
+    try:
+        inspect.signature(fn).bind(*params)
+    except TypeError:
+        raise NotYet(f"{name} must take ({', '.join(params)}); yours takes "
+                     f"{inspect.signature(fn)}") from None
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as err:  # the student's code: report it, never a traceback
+        raise NotYet(f"{getattr(fn, '__name__', 'your function')} raised "
+                     f"{type(err).__name__}: {err}") from None
+
+
+def _recalls(y_true, y_pred, n_classes):
+    return [np.mean(y_pred[y_true == k] == k) for k in range(n_classes) if np.any(y_true == k)]
+
+
+def check_balanced_accuracy(balanced_accuracy) -> Verdict:
+    """``balanced_accuracy(y_true, y_pred, n_classes)``: the mean, over the classes present in
+    ``y_true``, of each class's recall (the share of its samples predicted as it)."""
+    params = ("y_true", "y_pred", "n_classes")
+
+    def cases():
+        _function(balanced_accuracy, "balanced_accuracy", params)
+        rng = _rng()
+        labelled = [(np.array([2]), np.array([2]), 3),
+                    (rng.integers(0, 3, 7), rng.integers(0, 3, 7), 3),
+                    (rng.choice(3, 1000, p=[0.13, 0.13, 0.74]), np.full(1000, 2), 3),  # "none"
+                    (np.array([0, 0, 2, 2, 2]), np.array([0, 1, 2, 2, 0]), 3),
+                    (rng.integers(0, 5, 101), rng.integers(0, 5, 101), 5)]
+        for y_true, y_pred, k in labelled:
+            recall_all = [np.mean(y_pred[y_true == c] == c) if np.any(y_true == c) else 0.0
+                          for c in range(k)]
+            precisions = [np.mean(y_true[y_pred == c] == c) for c in range(k)
+                          if np.any(y_pred == c)]
+            mistakes = {
+                "that is the plain accuracy: average the recall of each class instead":
+                    np.mean(y_true == y_pred),
+                "that is the mean precision (right / predicted); recall divides by the class's "
+                "true samples": np.mean(precisions),
+                "skip the classes absent from y_true (their recall is undefined)":
+                    np.mean(recall_all),
+            }
+            yield Case(f"length {len(y_true)}, {k} classes",
+                       lambda a=y_true, b=y_pred, k=k: _call(balanced_accuracy, a, b, k),
+                       np.array(np.mean(_recalls(y_true, y_pred, k))), "the balanced accuracy",
+                       mistakes)
+    return _verdict("check_balanced_accuracy", "balanced_accuracy", cases)
+
+
+# ---------------------------------------------------------------- notebook 04
+
+def check_sgd_update(folder) -> Verdict:
+    """``sgd_update(w, g, v, n, lr, momentum)`` in ``<folder>/optim.cl``; compares
+    ``(w, v)`` after one step: index [0, i] is w[i], [1, i] is v[i]."""
+    def cases():
+        kernel = _kernel(folder, "optim", "sgd_update", ("w", "g", "v", "n", "lr", "momentum"))
+        rng = _rng()
+        for n, momentum in ((1, 0.9), (37, 0.0), (_wide(), 0.9)):
+            w, g, v = rng.standard_normal((3, n)).astype(np.float32)
+
+            def run(w=w, g=g, v=v, momentum=momentum):
+                w_dev = _Output(w.shape, _guard(w.shape), initial=w)
+                v_dev = _Output(v.shape, _guard(v.shape), initial=v)
+                _launch(kernel, w.shape, w_dev.array.data, _device(g).data, v_dev.array.data,
+                        np.int32(w.size), np.float32(0.1), np.float32(momentum))
+                return np.stack([w_dev.get("w"), v_dev.get("v")])
+            w_new, v_new = ref.sgd_update(w, g, v, 0.1, momentum)
+            v_new = v_new if momentum else v
+            mistakes = {"the step has the wrong sign: w -= lr * step":
+                        np.stack([2 * w - w_new, v_new]),
+                        "the velocity is not stored: v[i] = step": np.stack([w_new, v])}
+            yield Case(f"n = {n}, momentum {momentum}", run, np.stack([w_new, v_new]), "(w, v)",
+                       mistakes,
+                       "v = momentum * v + g; w -= lr * v (with momentum 0, w -= lr * g)")
+    return _verdict("check_sgd_update", "sgd_update", cases)
+
+
+# ---------------------------------------------------------------- notebook 05
+
+def check_cmulconj(folder) -> Verdict:
+    """``cmulconj(a, b)`` = conj(a) * b in ``<folder>/complex.cl``, run through the
+    ``complex_ops(a, b, out, n, op)`` kernel with op 1."""
+    def cases():
+        kernel = _kernel(folder, "complex", "complex_ops", ("a", "b", "out", "n", "op"))
+        rng = _rng()
+        for n in (1, 37, _wide()):
+            a, b = _complex(rng, (2, n))
+
+            def run(a=a, b=b):
+                out = _Output(a.shape, _guard(a.shape), np.complex64)
+                _launch(kernel, a.shape, _device(a, np.complex64).data,
+                        _device(b, np.complex64).data, out.array.data, np.int32(a.size),
+                        np.int32(1))
+                return out.get("out")
+            yield Case(f"n = {n}", run, np.conj(a) * b, "out",
+                       {"the conjugate is missing: conj(a) flips the sign of a.y": a * b,
+                        "conjugate a, not b": a * np.conj(b),
+                        "conjugate a only, not the whole product": np.conj(a * b)},
+                       "conj(a) b = (a.x b.x + a.y b.y) + i (a.x b.y - a.y b.x)")
+    return _verdict("check_cmulconj", "cmulconj", cases)
+
+
+def check_fft_radix2_stage(folder) -> Verdict:
+    """``fft_radix2_stage(src, dst, tw, rows, n, p, inverse, scale)`` in ``<folder>/fft.cl``:
+    one Stockham radix-2 stage, compared with ``nnlib.reference.stockham_stage``."""
+    params = ("src", "dst", "tw", "rows", "n", "p", "inverse", "scale")
+
+    def cases():
+        kernel = _kernel(folder, "fft", "fft_radix2_stage", params)
+        rng = _rng()
+        wide = 2 ** int(np.ceil(np.log2(_wide()))) * 2  # n/2 butterflies above the work-group limit
+        for rows, n, p, inverse, scale in ((1, 8, 1, 0, 1.0), (3, 16, 4, 1, 0.5), (2, 8, 4, 0, 1.0),
+                                           (1, wide, 2, 0, 1.0)):
+            src = _complex(rng, (rows, n))
+            tw = np.exp(-2j * np.pi * np.arange(n) / n)
+
+            def run(src=src, tw=tw, p=p, inverse=inverse, scale=scale):
+                rows, n = src.shape
+                dst = _Output(src.shape, _guard((n, rows)), np.complex64)
+                _launch(kernel, (n // 2, rows), _device(src, np.complex64).data, dst.array.data,
+                        _device(tw, np.complex64).data, np.int32(rows), np.int32(n), np.int32(p),
+                        np.int32(inverse), np.float32(scale))
+                return dst.get("dst")
+            stage = ref.stockham_stage(src, p, 2, bool(inverse)).astype(np.complex64)
+            mistakes = {"inverse: conjugate the twiddle (w.y = -w.y)":
+                        ref.stockham_stage(src, p, 2, not inverse) * scale}
+            if scale != 1:
+                mistakes["multiply both outputs by scale"] = stage
+            yield Case(f"{rows} rows, n = {n}, p = {p}, {'inverse' if inverse else 'forward'}",
+                       run, stage * np.complex64(scale), "dst", mistakes,
+                       "k = j mod p, a = src[j], b = src[j + n/2] w^k; dst[2j - k] = a + b, "
+                       "dst[2j - k + p] = a - b, both times scale")
+    return _verdict("check_fft_radix2_stage", "fft_radix2_stage", cases, rtol=1e-4, atol=1e-4)
