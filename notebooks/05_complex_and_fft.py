@@ -54,7 +54,10 @@ print(rt)
 # with the line `// requires: complex.cl`, and the runtime joins the two sources.
 
 # %%
+### BEGIN SOLUTION
 print(nnlib.source("complex"))
+### STUB: print(open("../kernels/complex.cl").read())  # your copy, with the exercise
+### END SOLUTION
 
 # %% [markdown]
 # The last kernel, `complex_ops`, is a window on the helpers: one work-item per element
@@ -286,7 +289,10 @@ plt.show()
 # The kernels:
 
 # %%
+### BEGIN SOLUTION
 print(nnlib.source("fft"))
+### STUB: print(open("../kernels/fft.cl").read())  # your copy, with the exercise
+### END SOLUTION
 
 # %% [markdown]
 # Each of the three against numpy, on 3 rows, with the round trip $\mathrm{ifft}(\mathrm{fft}
@@ -447,3 +453,18 @@ print(f"FFT of 1024 rows x 1024: device {device_s * 1e3:.1f} ms ({flops / device
 #    launches does $n = 4096$ need then, and why does that matter on a memory-bound device?
 # 4. Bluestein needs $m \ge 2n - 1$. What goes wrong with $m = 2n - 2$? Try it in
 #    `ref.bluestein`.
+#
+# ### Checked exercises: write the kernels yourself
+# In the exercise version of this notebook (`make exercises`), two pieces are missing from
+# your copies of the kernels in `../kernels/`: `cmulconj` in `complex.cl` (the product with a
+# conjugate that every complex gradient needs) and the body of `fft_radix2_stage` in `fft.cl`
+# (one butterfly). Write each one and run its check: it runs your code on awkward sizes,
+# compares with `nnlib.reference` and names the likely mistake.
+
+# %%
+from nnlib import exercises
+
+exercises.check_cmulconj("../kernels")
+
+# %%
+exercises.check_fft_radix2_stage("../kernels")
