@@ -388,28 +388,34 @@ def check_balanced_accuracy(balanced_accuracy) -> Verdict:
 # ---------------------------------------------------------------- notebook 04
 
 def check_sgd_update(folder) -> Verdict:
-    """``sgd_update(w, g, v, n, lr, momentum)`` in ``<folder>/optim.cl``; compares
-    ``(w, v)`` after one step: index [0, i] is w[i], [1, i] is v[i]."""
+    """``sgd_update(w, g, v, skip, n, lr, momentum, nesterov, weight_decay)`` in
+    ``<folder>/optim.cl``; compares ``(w, v)`` after one step: [0, i] is w[i], [1, i] v[i]."""
+    params = ("w", "g", "v", "skip", "n", "lr", "momentum", "nesterov", "weight_decay")
+
     def cases():
-        kernel = _kernel(folder, "optim", "sgd_update", ("w", "g", "v", "n", "lr", "momentum"))
+        kernel = _kernel(folder, "optim", "sgd_update", params)
         rng = _rng()
-        for n, momentum in ((1, 0.9), (37, 0.0), (_wide(), 0.9)):
+        skip = _device(np.zeros(2, np.int32), np.int32)
+        for n, momentum, nesterov, wd in ((1, 0.9, 0, 0.0), (37, 0.0, 0, 0.01),
+                                          (_wide(), 0.9, 1, 0.01)):
             w, g, v = rng.standard_normal((3, n)).astype(np.float32)
 
-            def run(w=w, g=g, v=v, momentum=momentum):
+            def run(w=w, g=g, v=v, momentum=momentum, nesterov=nesterov, wd=wd):
                 w_dev = _Output(w.shape, _guard(w.shape), initial=w)
                 v_dev = _Output(v.shape, _guard(v.shape), initial=v)
                 _launch(kernel, w.shape, w_dev.array.data, _device(g).data, v_dev.array.data,
-                        np.int32(w.size), np.float32(0.1), np.float32(momentum))
+                        skip.data, np.int32(w.size), np.float32(0.1), np.float32(momentum),
+                        np.int32(nesterov), np.float32(wd))
                 return np.stack([w_dev.get("w"), v_dev.get("v")])
-            w_new, v_new = ref.sgd_update(w, g, v, 0.1, momentum)
-            v_new = v_new if momentum else v
+            w_new, v_new = ref.sgd_step(w, g, v, 0.1, momentum, bool(nesterov), wd)
             mistakes = {"the step has the wrong sign: w -= lr * step":
                         np.stack([2 * w - w_new, v_new]),
-                        "the velocity is not stored: v[i] = step": np.stack([w_new, v])}
-            yield Case(f"n = {n}, momentum {momentum}", run, np.stack([w_new, v_new]), "(w, v)",
-                       mistakes,
-                       "v = momentum * v + g; w -= lr * v (with momentum 0, w -= lr * g)")
+                        "the velocity is not stored: v[i] = the new velocity":
+                        np.stack([w_new, v])}
+            yield Case(f"n = {n}, momentum {momentum}, nesterov {nesterov}, decay {wd}", run,
+                       np.stack([w_new, v_new]), "(w, v)", mistakes,
+                       "g' = g + wd w; v = momentum v + g'; w -= lr v "
+                       "(Nesterov: lr (g' + momentum v); momentum 0: lr g')")
     return _verdict("check_sgd_update", "sgd_update", cases)
 
 

@@ -152,11 +152,18 @@ class Sequential:
         rows = self.runtime.empty((n,))
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
+            skipped_before = optimizer.skipped_steps
             order = rng.permutation(n)
             for start in range(0, n, batch_size):
                 idx = order[start:start + batch_size]
                 self.train_step(x[idx], y[idx], optimizer, rows, start)
             history["loss"].append(float(rows.get().astype(np.float64).sum() / (n * per_sample)))
+            skipped = optimizer.skipped_steps - skipped_before
+            if skipped:
+                raise FloatingPointError(
+                    f"fit: the optimizer skipped {skipped} of {-(-n // batch_size)} steps of "
+                    f"epoch {len(history['loss'])} because gradients held NaN or infinity; "
+                    "lower the learning rate or check the inputs")
             shown = {"loss": f"{history['loss'][-1]:.4f}"}
             if validation_data is not None:
                 history["val_loss"].append(self.compute_loss(*validation_data))

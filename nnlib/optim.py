@@ -1,12 +1,35 @@
-"""Optimizers whose update rules run as kernels (kernels/optim.cl)."""
+"""Optimizers whose update rules run as kernels (kernels/optim.cl).
+
+Every optimizer takes a list of :class:`~nnlib.Parameter`, updates them with one kernel
+launch per tensor and never waits for the device. A step whose gradients hold NaN or
+infinity is *skipped* on the device: weights and state stay as they were, and the step is
+counted in ``skipped_steps`` (reading it waits for the device); the step counter behind the
+bias corrections still advances. ``Sequential.fit`` raises an error at the end of an epoch
+that skipped steps.
+"""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pyopencl as cl
 
 from .parameter import Parameter
+
+
+def _check_range(name: str, value, low: float, high: float | None = None) -> float:
+    ok = isinstance(value, (int, float)) and math.isfinite(value) and value >= low
+    if not ok or (high is not None and value >= high):
+        span = f"[{low}, {high})" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be a finite number in {span}, got {value!r}")
+    return float(value)
+
+
+def _check_betas(betas, count: int) -> tuple:
+    if not isinstance(betas, (tuple, list)) or len(betas) != count:
+        raise ValueError(f"betas must be a tuple of {count} numbers, got {betas!r}")
+    return tuple(_check_range(f"beta{i + 1}", b, 0.0, 1.0) for i, b in enumerate(betas))
 
 
 class Optimizer:
@@ -19,28 +42,55 @@ class Optimizer:
         for p in self.params:
             if not isinstance(p, Parameter):
                 raise TypeError(f"optimizer parameters must be nnlib.Parameter, got {type(p)}")
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr >= 0):
-            raise ValueError(f"learning rate must be a finite number >= 0, got {lr!r}")
-        self.lr = float(lr)
+            if p.grad is None:
+                raise ValueError(f"parameter {p.name} has no gradient buffer")
+        self.lr = _check_range("learning rate", lr, 0.0)
         self.runtime = self.params[0].runtime
         self.steps = 0
+        rt = self.runtime
+        self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped, this step non-finite]
+        self._skip_begin = rt.kernel("optim", "skip_begin")
+        self._check = rt.kernel("optim", "check_finite")
+        self._skip_end = rt.kernel("optim", "skip_end")
 
     def zero_grad(self) -> None:
         for p in self.params:
             p.zero_grad()
 
     def step(self) -> None:
+        """One update of every parameter (skipped on the device if a gradient is not finite)."""
+        rt = self.runtime
+        rt.launch(self._skip_begin, (1,), None, self._skip.data)
+        for p in self.params:
+            rt.launch(self._check, (p.size,), None, p.grad.data, np.int32(p.size),
+                      self._skip.data)
+        self.steps += 1
+        for i, p in enumerate(self.params):
+            self._update(i, p)
+        rt.launch(self._skip_end, (1,), None, self._skip.data)
+
+    def _update(self, i: int, p: Parameter) -> None:
         raise NotImplementedError
+
+    @property
+    def skipped_steps(self) -> int:
+        """Steps skipped so far because a gradient held NaN or infinity (waits for the device)."""
+        return int(self._skip.get()[0])
+
+    def _bias_corrections(self, *betas) -> list:
+        """1 - beta^t for the current step t, in float64 as PyTorch computes them."""
+        return [1.0 - beta ** self.steps for beta in betas]
 
     def _buffers(self) -> dict:
         """State arrays on the device, by name; each a list with one entry per parameter."""
         return {}
 
     def state_nbytes(self) -> int:
-        """Bytes of optimizer state allocated on the device."""
+        """Bytes of optimizer state allocated on the device (the update rule's buffers)."""
         return sum(a.nbytes for arrays in self._buffers().values() for a in arrays)
 
     def state_dict(self) -> dict:
+        """The step count and every state buffer as numpy arrays (``np.savez`` can store it)."""
         state = {"steps": np.int64(self.steps)}
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
@@ -50,31 +100,170 @@ class Optimizer:
     def load_state_dict(self, state: dict) -> None:
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
-                host = np.asarray(state[f"{name}.{i}"], dtype=a.dtype)
+                key = f"{name}.{i}"
+                if key not in state:
+                    raise KeyError(f"state dict lacks {key}: saved by another optimizer?")
+                host = np.asarray(state[key], dtype=a.dtype)
                 if host.shape != a.shape:
-                    raise ValueError(f"state {name}.{i}: shape {host.shape}, need {a.shape}")
+                    raise ValueError(f"state {key}: shape {host.shape}, need {a.shape}")
                 a.set(host)
         self.steps = int(state["steps"])
 
+    def _zeros_like_params(self) -> list:
+        return [self.runtime.zeros(p.shape) for p in self.params]
+
+    def __repr__(self):
+        return f"{type(self).__name__}(lr={self.lr}, {len(self.params)} tensors)"
+
 
 class SGD(Optimizer):
-    """Stochastic gradient descent with momentum, as torch.optim.SGD (dampening 0)."""
+    """Stochastic gradient descent as ``torch.optim.SGD`` (dampening 0): momentum,
+    Nesterov momentum and L2 weight decay added to the gradient."""
 
-    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0):
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0,
+                 nesterov: bool = False, weight_decay: float = 0.0):
         super().__init__(params, lr)
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
-        self.momentum = float(momentum)
+        self.momentum = _check_range("momentum", momentum, 0.0, 1.0)
+        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        if nesterov and not momentum:
+            raise ValueError("Nesterov momentum needs momentum > 0")
+        self.nesterov = bool(nesterov)
         self._kernel = self.runtime.kernel("optim", "sgd_update")
-        self.velocity = [self.runtime.zeros(p.shape) for p in self.params] if momentum else []
+        self.velocity = self._zeros_like_params() if momentum else []
 
     def _buffers(self) -> dict:
         return {"velocity": self.velocity}
 
-    def step(self) -> None:
-        for i, p in enumerate(self.params):
-            v = self.velocity[i] if self.velocity else p.grad  # unused without momentum
-            self.runtime.launch(self._kernel, (p.size,), None, p.value.data, p.grad.data,
-                                v.data, np.int32(p.size), np.float32(self.lr),
-                                np.float32(self.momentum))
-        self.steps += 1
+    def _update(self, i, p):
+        v = self.velocity[i] if self.velocity else p.grad  # not touched without momentum
+        self.runtime.launch(self._kernel, (p.size,), None, p.value.data, p.grad.data, v.data,
+                            self._skip.data, np.int32(p.size), np.float32(self.lr),
+                            np.float32(self.momentum), np.int32(self.nesterov),
+                            np.float32(self.weight_decay))
+
+
+class Adam(Optimizer):
+    """Adam exactly as ``torch.optim.Adam``: bias-corrected moments, eps added after the
+    square root and the correction; ``weight_decay`` is L2 added to the gradient."""
+
+    decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        super().__init__(params, lr)
+        self.beta1, self.beta2 = _check_betas(betas, 2)
+        self.eps = _check_range("eps", eps, 0.0)
+        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        self._kernel = self.runtime.kernel("optim", "adam_update")
+        self.m, self.v = self._zeros_like_params(), self._zeros_like_params()
+
+    def _buffers(self) -> dict:
+        return {"m": self.m, "v": self.v}
+
+    def _update(self, i, p):
+        bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
+        self.runtime.launch(
+            self._kernel, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
+            self.v[i].data, self._skip.data, np.int32(p.size), np.float32(self.lr),
+            np.float32(self.beta1), np.float32(self.beta2), np.float32(self.eps),
+            np.float32(self.weight_decay), np.int32(self.decoupled),
+            np.float32(self.lr / bc1), np.float32(math.sqrt(bc2)))
+
+
+class AdamW(Adam):
+    """AdamW as ``torch.optim.AdamW``: decoupled weight decay w *= 1 - lr * wd."""
+
+    decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2):
+        super().__init__(params, lr, betas, eps, weight_decay)
+
+
+def _is_bias_or_norm(p: Parameter) -> bool:
+    name = p.name.lower()
+    return "bias" in name or "norm" in name
+
+
+class AdamMini(Optimizer):
+    """Adam-mini as the official v1.1.1 code (PyPI ``adam-mini``): one second moment per block
+    of a tensor, a moving average of the block's mean of g^2; m stays one per element.
+
+    Blocks come from ``Parameter.block_size``: a dense weight has one block per output row,
+    a convolution weight one per filter group, ``None`` means one block for the tensor. A
+    parameter named like a bias (or with block size 1) gets plain per-element AdamW without
+    weight decay, as in the official code; decay is also off for names containing "norm".
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        super().__init__(params, lr)
+        self.beta1, self.beta2 = _check_betas(betas, 2)
+        self.eps = _check_range("eps", eps, 0.0)
+        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        rt = self.runtime
+        self._adam = rt.kernel("optim", "adam_update")
+        self._mini = rt.kernel("optim", "adam_mini_update")
+        # A power-of-two work-group (the reduction halves it), within the device's limits.
+        limit = min(256, rt.work_group_size(self._mini))
+        self.group_size = 2 ** int(math.log2(limit))
+        self.m = self._zeros_like_params()
+        self.v = [rt.zeros((self.blocks(p)[0],)) for p in self.params]
+
+    def blocks(self, p: Parameter) -> tuple:
+        """(number of blocks, block size) of ``p``; block size 1 means per-element Adam."""
+        if "bias" in p.name.lower():
+            return p.size, 1
+        size = p.size if p.block_size is None else p.block_size
+        return p.size // size, size
+
+    def _buffers(self) -> dict:
+        return {"m": self.m, "v": self.v}
+
+    def _update(self, i, p):
+        bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
+        count, size = self.blocks(p)
+        wd = 0.0 if _is_bias_or_norm(p) else self.weight_decay
+        common = (np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
+                  np.float32(self.eps), np.float32(wd))
+        corrections = (np.float32(self.lr / bc1), np.float32(math.sqrt(bc2)))
+        args = (p.value.data, p.grad.data, self.m[i].data, self.v[i].data, self._skip.data)
+        if size == 1:
+            self.runtime.launch(self._adam, (p.size,), None, *args, np.int32(p.size), *common,
+                                np.int32(1), *corrections)
+        else:
+            self.runtime.launch(self._mini, (count * self.group_size,), (self.group_size,),
+                                *args, np.int32(size), *common, *corrections,
+                                cl.LocalMemory(4 * self.group_size))
+
+
+class Adan(Optimizer):
+    """Adan as the official sail-sg code: betas in the code's convention (0.98, 0.92, 0.99),
+    moments m, d (of gradient differences) and n, each bias-corrected; the first step uses
+    g_prev = g. Weight decay is proximal, w = (w - step) / (1 + lr wd), by default, or
+    decoupled (w *= 1 - lr wd) with ``no_prox=True``. Gradient-norm clipping is not offered.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.98, 0.92, 0.99), eps: float = 1e-8,
+                 weight_decay: float = 0.0, no_prox: bool = False):
+        super().__init__(params, lr)
+        self.beta1, self.beta2, self.beta3 = _check_betas(betas, 3)
+        self.eps = _check_range("eps", eps, 0.0)
+        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        self.no_prox = bool(no_prox)
+        self._kernel = self.runtime.kernel("optim", "adan_update")
+        self.m, self.d, self.n, self.g_prev = (self._zeros_like_params() for _ in range(4))
+
+    def _buffers(self) -> dict:
+        return {"m": self.m, "d": self.d, "n": self.n, "g_prev": self.g_prev}
+
+    def _update(self, i, p):
+        bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
+        self.runtime.launch(
+            self._kernel, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
+            self.d[i].data, self.n[i].data, self.g_prev[i].data, self._skip.data,
+            np.int32(p.size), np.float32(self.lr), np.float32(self.beta1),
+            np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
+            np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps == 1),
+            np.float32(self.lr / bc1), np.float32(self.lr * self.beta2 / bc2),
+            np.float32(math.sqrt(bc3)))

@@ -65,9 +65,25 @@ def _shown(path: Path) -> str:
     return f"kernels/{path.name}" if path.parent == kernel_dir() else str(path)
 
 
-def source(topic: str) -> str:
-    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel)."""
-    return _kernel_file(topic).read_text()
+def source(topic: str, kernel: str | None = None) -> str:
+    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel), or only
+    the kernel function ``kernel`` with the comment lines just above it."""
+    text = _kernel_file(topic).read_text()
+    if kernel is None:
+        return text
+    match = re.search(rf"^kernel void {kernel}\(", text, re.MULTILINE)
+    if match is None:
+        raise KeyError(f"kernels/{topic}.cl has no kernel {kernel!r}")
+    lines = text[:match.start()].splitlines()
+    while lines and lines[-1].startswith("//"):
+        lines.pop()
+    start = len("\n".join(lines)) + (1 if lines else 0)
+    depth, end = 0, text.index("{", match.start())
+    for end in range(end, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    return text[start:end + 1]
 
 
 def program_source(topic: str, folder=None) -> str:

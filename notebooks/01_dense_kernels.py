@@ -128,10 +128,12 @@ print(nnlib.source("loss"))
 # $\partial L / \partial W$ sums, over the batch, the outer product of the output gradient and
 # the input. `backward` *adds* it to `weight.grad` (so gradients of several batches can be
 # accumulated), and an optimizer applies the update; the simplest is SGD with momentum,
-# $v \leftarrow \mu v + g,\ w \leftarrow w - \eta v$ (`kernels/optim.cl`):
+# $v \leftarrow \mu v + g,\ w \leftarrow w - \eta v$ (`kernels/optim.cl`; notebook 04 adds
+# Nesterov momentum, Adam, Adam-mini and Adan, and explains the `skip` flag that protects the
+# weights from a NaN gradient):
 
 # %%
-print(nnlib.source("optim").split("\n\n")[1])
+print(nnlib.source("optim", "sgd_update"))
 
 # %% [markdown]
 # All the backward kernels against numpy, with the same awkward sizes:

@@ -56,7 +56,8 @@ def test_generated_kernels_hold_stubs_not_solutions(generated):
     assert set(kernels) == marked | {"dense.cl"}
     solutions = {"vector.cl": "out[i] = a[i] + b[i]", "dense.cl": "float sum = bias[j];",
                  "activation.cl": "return 1.0f - y * y;", "loss.cl": "float d = y[i] - t[i];",
-                 "complex.cl": "a.x * b.x + a.y * b.y", "fft.cl": "int o = 2 * j - k;"}
+                 "complex.cl": "a.x * b.x + a.y * b.y", "fft.cl": "int o = 2 * j - k;",
+                 "optim.cl": "float grad = g[i] + weight_decay * w[i];"}
     for name, text in kernels.items():
         assert "SOLUTION" not in text and "YOUR CODE HERE" in text, name
         assert solutions[name] not in text, f"{name} still holds its solution"

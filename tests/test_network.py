@@ -73,7 +73,7 @@ def test_sgd_step_matches_reference(rt, rng):
     for _ in range(3):
         p.grad.set(g)
         opt.step()
-        w, v = ref.sgd_update(w, g, v, 0.1, 0.9)
+        w, v = ref.sgd_step(w, g, v, 0.1, 0.9)
     np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-6)
 
 

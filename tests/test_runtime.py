@@ -99,3 +99,11 @@ def test_a_kernel_folder_overrides_and_edits_rebuild(tmp_path, rt, rng):
     np.testing.assert_array_equal(run(), a - b)
     student.write_text(text)
     np.testing.assert_array_equal(run(), a + b)
+
+
+def test_source_of_one_kernel_with_its_comment():
+    text = nnlib.source("vector", "vector_add")
+    assert text.startswith("// A first kernel") and text.rstrip().endswith("}")
+    assert text.count("kernel void") == 1
+    with pytest.raises(KeyError, match="no kernel 'nope'"):
+        nnlib.source("vector", "nope")

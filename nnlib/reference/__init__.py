@@ -6,3 +6,4 @@ Every function works in the dtype it is given (float64 for gradient checks).
 from .dense import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .optim import *  # noqa: F401,F403

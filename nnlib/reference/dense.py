@@ -1,11 +1,11 @@
-"""Dense layer, activations, losses and SGD in numpy."""
+"""Dense layer, activations and losses in numpy."""
 
 import numpy as np
 
 from ..activations import LEAKY_SLOPE
 
 __all__ = ["activate", "activate_grad", "softmax", "dense_forward", "dense_backward",
-           "mse", "cross_entropy", "output_gradient", "sgd_update", "vector_add"]
+           "mse", "cross_entropy", "output_gradient", "vector_add"]
 
 
 def vector_add(a, b):
@@ -72,9 +72,3 @@ def output_gradient(y, t, loss: str, act: str):
     if loss == "cross_entropy":
         return (y - t) / y.shape[0]
     return 2 * (y - t) / y.size * activate_grad(y, act)
-
-
-def sgd_update(w, g, v, lr, momentum=0.0):
-    """One SGD step as torch.optim.SGD; returns (w, v)."""
-    v = momentum * v + g if momentum else g
-    return w - lr * v, v

@@ -1,0 +1,24 @@
+"""Every optimizer kernel once, on odd sizes and an Adam-mini block wider than its group."""
+
+import numpy as np
+
+import nnlib
+from nnlib import optim
+
+nnlib.use_device("oclgrind")
+rng = np.random.default_rng(0)
+params = [nnlib.Parameter(rng.standard_normal((3, 301)), "weight", block_size=301),
+          nnlib.Parameter(rng.standard_normal(3), "bias", block_size=1),
+          nnlib.Parameter(rng.standard_normal(5), "w")]
+for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+             lambda ps: optim.AdamW(ps, lr=0.1), optim.AdamMini, optim.Adan):
+    opt = make(params)
+    for _ in range(2):
+        for p in params:
+            p.grad.set(rng.standard_normal(p.shape).astype(np.float32))
+        opt.step()
+    params[2].grad.fill(np.nan)
+    opt.step()
+    assert opt.skipped_steps == 1
+nnlib.get_runtime().queue.finish()
+print("kernels run: optim (skip_begin, check_finite, skip_end, sgd, adam, adam_mini, adan)")

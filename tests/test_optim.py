@@ -1,0 +1,253 @@
+"""Optimizer kernels against nnlib.reference and against the PyPI oracles."""
+
+import numpy as np
+import pytest
+
+import nnlib
+from nnlib import optim
+from nnlib.reference import optim as ref
+
+STEPS = 25
+
+
+def sizes(rt):
+    return [(1,), (37,), (3, rt.max_work_group_size + 5)]
+
+
+def replay(rt, make, reference, shape, n_state, seed=0, name="w", block=None, vb=None):
+    """Run ``make([p])`` and ``reference`` on the same gradients; return both weights."""
+    rng = np.random.default_rng(seed)
+    p = nnlib.Parameter(rng.standard_normal(shape), name, block_size=block, runtime=rt)
+    opt = make([p])
+    w = p.numpy().astype(np.float64)
+    state = [np.zeros_like(w) for _ in range(n_state)]
+    if vb is not None:
+        state[1] = np.zeros(vb)
+    for t in range(1, STEPS + 1):
+        g = rng.standard_normal(shape).astype(np.float32)
+        p.grad.set(g)
+        opt.step()
+        w, *state = reference(w, g.astype(np.float64), *state, t)
+    return p.numpy(), w
+
+
+RULES = {
+    "sgd": (lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=0.01),
+            lambda w, g, v, t: ref.sgd_step(w, g, v, 0.05, 0.9, False, 0.01), 1),
+    "nesterov": (lambda ps: optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True),
+                 lambda w, g, v, t: ref.sgd_step(w, g, v, 0.05, 0.8, True), 1),
+    "adam": (lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.1),
+             lambda w, g, m, v, t: ref.adam_step(w, g, m, v, t, 0.01, weight_decay=0.1), 2),
+    "adamw": (lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.1),
+              lambda w, g, m, v, t: ref.adam_step(w, g, m, v, t, 0.01, weight_decay=0.1,
+                                                  decoupled=True), 2),
+    "adan": (lambda ps: optim.Adan(ps, lr=0.01, weight_decay=0.02),
+             lambda w, g, m, d, n, gp, t: ref.adan_step(w, g, m, d, n, gp, t, 0.01,
+                                                        weight_decay=0.02), 4),
+    "adan_no_prox": (lambda ps: optim.Adan(ps, lr=0.01, weight_decay=0.02, no_prox=True),
+                     lambda w, g, m, d, n, gp, t: ref.adan_step(w, g, m, d, n, gp, t, 0.01,
+                                                                weight_decay=0.02,
+                                                                no_prox=True), 4),
+}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_elementwise_rules_match_reference(rt, rule):
+    make, reference, n_state = RULES[rule]
+    for shape in sizes(rt):
+        got, want = replay(rt, make, reference, shape, n_state)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_adam_mini_blocks_match_reference(rt):
+    """Blocks of odd sizes, one block per tensor, and blocks wider than a work-group."""
+    wide = rt.max_work_group_size + 4
+    for shape, block in (((5, 37), 37), ((1,), 1), ((7,), None), ((2, wide), wide)):
+        size = int(np.prod(shape))
+        b = size if block is None else block
+        got, want = replay(
+            rt, lambda ps: optim.AdamMini(ps, lr=0.01, weight_decay=0.1),
+            lambda w, g, m, vb, t: ref.adam_mini_step(w, g, m, vb, t, b, 0.01,
+                                                      weight_decay=0.1),
+            shape, 2, block=block, vb=size // b)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_adam_mini_with_block_one_is_adamw(rt):
+    got, _ = replay(rt, lambda ps: optim.AdamMini(ps, lr=0.01), lambda *a: a[:3], (9,), 2,
+                    block=1)
+    adamw, _ = replay(rt, lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.0),
+                      lambda *a: a[:3], (9,), 2)
+    np.testing.assert_allclose(got, adamw, rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------- PyPI oracles
+def torch_replay(rt, make_ours, make_theirs, named_shapes, seed=3):
+    """Same parameters and gradients through an nnlib optimizer and a torch one."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    ours, theirs = [], []
+    for name, shape, block in named_shapes:
+        value = rng.standard_normal(shape).astype(np.float32)
+        ours.append(nnlib.Parameter(value, name, block_size=block, runtime=rt))
+        theirs.append((name, torch.nn.Parameter(torch.tensor(value))))
+    opt_ours, opt_theirs = make_ours(ours), make_theirs(theirs)
+    for _ in range(20):
+        for p, (_, tp) in zip(ours, theirs):
+            g = rng.standard_normal(p.shape).astype(np.float32)
+            p.grad.set(g)
+            tp.grad = torch.tensor(g)
+        opt_ours.step()
+        opt_theirs.step()
+    for p, (name, tp) in zip(ours, theirs):
+        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=2e-5, atol=2e-6,
+                                   err_msg=name)
+
+
+SHAPES = [("layer.weight", (6, 11), 11), ("layer.bias", (6,), 1)]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_sgd_matches_torch(rt, nesterov):
+    torch = pytest.importorskip("torch")
+    torch_replay(rt, lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=nesterov,
+                                          weight_decay=0.01),
+                 lambda ps: torch.optim.SGD([p for _, p in ps], lr=0.05, momentum=0.9,
+                                            nesterov=nesterov, weight_decay=0.01), SHAPES)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_matches_torch(rt, name):
+    torch = pytest.importorskip("torch")
+    torch_replay(rt, lambda ps: getattr(optim, name)(ps, lr=0.01, weight_decay=0.1),
+                 lambda ps: getattr(torch.optim, name)([p for _, p in ps], lr=0.01,
+                                                       weight_decay=0.1, foreach=False),
+                 SHAPES)
+
+
+@pytest.mark.torch
+def test_adam_mini_matches_official_code(rt):
+    """adam-mini 1.1.1: "mlp" names are split per row, "bias" is Adam, other names are one
+    block; nnlib says the same with block_size."""
+    adam_mini = pytest.importorskip("adam_mini")
+    shapes = [("mlp.weight", (6, 11), 11), ("mlp.bias", (6,), 1), ("w", (4, 5), None)]
+    torch_replay(rt, lambda ps: optim.AdamMini(ps, lr=0.01, weight_decay=0.1),
+                 lambda ps: adam_mini.Adam_mini(ps, lr=0.01, weight_decay=0.1, dim=4,
+                                                n_heads=2, verbose=False), shapes)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("no_prox", [False, True])
+def test_adan_matches_official_rule(rt, no_prox):
+    """pytorch-optimizer 4.1.0's Adan equals the official code (see notes/optim.md)."""
+    po = pytest.importorskip("pytorch_optimizer")
+    torch_replay(rt, lambda ps: optim.Adan(ps, lr=0.01, weight_decay=0.02, no_prox=no_prox),
+                 lambda ps: po.Adan([p for _, p in ps], lr=0.01, weight_decay=0.02,
+                                    weight_decouple=no_prox, foreach=False), SHAPES)
+
+
+# ---------------------------------------------------------------- state
+def net(rt):
+    return nnlib.Sequential([nnlib.Dense(13, 30, "tanh", seed=1, runtime=rt),
+                             nnlib.Dense(30, 3, "softmax", seed=2, runtime=rt)],
+                            loss="cross_entropy")
+
+
+def test_state_nbytes_counts_every_buffer(rt):
+    params = net(rt).parameters()
+    n = sum(p.size for p in params)  # 13*30 + 30 + 30*3 + 3 = 513
+    rows = 30 + 3  # one second moment per output neuron; biases keep one per element
+    assert optim.SGD(params, momentum=0.9).state_nbytes() == 4 * n
+    assert optim.SGD(params).state_nbytes() == 0
+    assert optim.Adam(params).state_nbytes() == 4 * 2 * n
+    assert optim.AdamMini(params).state_nbytes() == 4 * (n + rows + 30 + 3)
+    assert optim.Adan(params).state_nbytes() == 4 * 4 * n
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamMini", "Adan"])
+def test_state_dict_resumes_bit_for_bit(rt, name):
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((8, 13)).astype(np.float32), rng.integers(0, 3, 8)
+    kwargs = {"momentum": 0.9} if name == "SGD" else {}
+    model = net(rt)
+    opt = getattr(optim, name)(model.parameters(), lr=0.01, **kwargs)
+    for _ in range(3):
+        model.train_step(x, y, opt)
+    saved = ([p.numpy() for p in model.parameters()], opt.state_dict())
+    for _ in range(4):
+        model.train_step(x, y, opt)
+    straight = [p.numpy() for p in model.parameters()]
+
+    resumed = net(rt)
+    for p, value in zip(resumed.parameters(), saved[0]):
+        p.set(value)
+    opt2 = getattr(optim, name)(resumed.parameters(), lr=0.01, **kwargs)
+    opt2.load_state_dict(saved[1])
+    for _ in range(4):
+        resumed.train_step(x, y, opt2)
+    for a, b in zip(straight, [p.numpy() for p in resumed.parameters()]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_load_state_dict_of_another_optimizer_fails_clearly(rt):
+    params = net(rt).parameters()
+    with pytest.raises(KeyError, match="state dict lacks m.0"):
+        optim.Adam(params).load_state_dict(optim.SGD(params, momentum=0.9).state_dict())
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_hyper_parameters(rt):
+    params = net(rt).parameters()
+    with pytest.raises(ValueError, match="learning rate"):
+        optim.Adam(params, lr=-0.1)
+    with pytest.raises(ValueError, match=r"beta2 must be a finite number in \[0.0, 1.0\)"):
+        optim.Adam(params, betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="tuple of 3"):
+        optim.Adan(params, betas=(0.9, 0.99))
+    with pytest.raises(ValueError, match="eps"):
+        optim.AdamMini(params, eps=float("nan"))
+    with pytest.raises(ValueError, match="Nesterov"):
+        optim.SGD(params, nesterov=True)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.Adam([])
+    with pytest.raises(TypeError, match="nnlib.Parameter"):
+        optim.Adam([np.zeros(3)])
+    p = nnlib.Parameter(np.zeros(3), runtime=rt)
+    p.grad = None
+    with pytest.raises(ValueError, match="has no gradient"):
+        optim.SGD([p])
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamMini", "Adan"])
+def test_non_finite_gradients_skip_the_step(rt, name):
+    model = net(rt)
+    params = model.parameters()
+    opt = getattr(optim, name)(params, lr=0.1)
+    before = [p.numpy() for p in params]
+    state = opt.state_dict()
+    for p in params:
+        p.grad.fill(1.0)
+    params[1].grad[4:5].fill(np.nan)
+    opt.step()
+    assert opt.skipped_steps == 1
+    for p, b in zip(params, before):
+        np.testing.assert_array_equal(p.numpy(), b)
+    for key, value in opt.state_dict().items():
+        if key != "steps":
+            np.testing.assert_array_equal(value, state[key])
+    params[1].grad.fill(1.0)
+    opt.step()
+    assert opt.skipped_steps == 1
+    assert not np.array_equal(params[0].numpy(), before[0])
+
+
+def test_fit_stops_on_skipped_steps(rt):
+    model = net(rt)
+    w = model.layers[0].weight.numpy()
+    w[0, :2] = np.inf, -np.inf  # a diverged weight: inf - inf gives NaN activations
+    model.layers[0].weight.set(w)
+    with pytest.raises(FloatingPointError, match="skipped 2 of 2 steps"):
+        model.fit(np.ones((4, 13)), np.array([0, 1, 2, 0]), optim.Adam(model.parameters()),
+                  epochs=1, batch_size=2, progress=False)
