@@ -47,6 +47,7 @@ class Optimizer:
         self.lr = _check_range("learning rate", lr, 0.0)
         self.runtime = self.params[0].runtime
         self.steps = 0
+        self.events: list = []  # the last step's update kernels, for profiling
         rt = self.runtime
         self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped, this step non-finite]
         self._skip_begin = rt.kernel("optim", "skip_begin")
@@ -65,11 +66,11 @@ class Optimizer:
             rt.launch(self._check, (p.size,), None, p.grad.data, np.int32(p.size),
                       self._skip.data)
         self.steps += 1
-        for i, p in enumerate(self.params):
-            self._update(i, p)
+        self.events = [self._update(i, p) for i, p in enumerate(self.params)]
         rt.launch(self._skip_end, (1,), None, self._skip.data)
 
-    def _update(self, i: int, p: Parameter) -> None:
+    def _update(self, i: int, p: Parameter) -> cl.Event:
+        """Enqueue the update of parameter ``i`` and return its event (for profiling)."""
         raise NotImplementedError
 
     @property
@@ -136,10 +137,10 @@ class SGD(Optimizer):
 
     def _update(self, i, p):
         v = self.velocity[i] if self.velocity else p.grad  # not touched without momentum
-        self.runtime.launch(self._kernel, (p.size,), None, p.value.data, p.grad.data, v.data,
-                            self._skip.data, np.int32(p.size), np.float32(self.lr),
-                            np.float32(self.momentum), np.int32(self.nesterov),
-                            np.float32(self.weight_decay))
+        return self.runtime.launch(
+            self._kernel, (p.size,), None, p.value.data, p.grad.data, v.data, self._skip.data,
+            np.int32(p.size), np.float32(self.lr), np.float32(self.momentum),
+            np.int32(self.nesterov), np.float32(self.weight_decay))
 
 
 class Adam(Optimizer):
@@ -162,7 +163,7 @@ class Adam(Optimizer):
 
     def _update(self, i, p):
         bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
-        self.runtime.launch(
+        return self.runtime.launch(
             self._kernel, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
             self.v[i].data, self._skip.data, np.int32(p.size), np.float32(self.lr),
             np.float32(self.beta1), np.float32(self.beta2), np.float32(self.eps),
@@ -204,9 +205,13 @@ class AdamMini(Optimizer):
         rt = self.runtime
         self._adam = rt.kernel("optim", "adam_update")
         self._mini = rt.kernel("optim", "adam_mini_update")
-        # A power-of-two work-group (the reduction halves it), within the device's limits.
-        limit = min(256, rt.work_group_size(self._mini))
-        self.group_size = 2 ** int(math.log2(limit))
+        # A power-of-two work-group (the reduction halves it) of twice the device's preferred
+        # multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap there, and the strided loop
+        # covers any block. Measured on PoCL: 75 us per step with 16, 620 us with 256.
+        multiple = self._mini.get_work_group_info(
+            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
+        wanted = min(2 * multiple, rt.work_group_size(self._mini))
+        self.group_size = 2 ** int(math.log2(wanted))
         self.m = self._zeros_like_params()
         self.v = [rt.zeros((self.blocks(p)[0],)) for p in self.params]
 
@@ -229,12 +234,11 @@ class AdamMini(Optimizer):
         corrections = (np.float32(self.lr / bc1), np.float32(math.sqrt(bc2)))
         args = (p.value.data, p.grad.data, self.m[i].data, self.v[i].data, self._skip.data)
         if size == 1:
-            self.runtime.launch(self._adam, (p.size,), None, *args, np.int32(p.size), *common,
-                                np.int32(1), *corrections)
-        else:
-            self.runtime.launch(self._mini, (count * self.group_size,), (self.group_size,),
-                                *args, np.int32(size), *common, *corrections,
-                                cl.LocalMemory(4 * self.group_size))
+            return self.runtime.launch(self._adam, (p.size,), None, *args, np.int32(p.size),
+                                       *common, np.int32(1), *corrections)
+        return self.runtime.launch(self._mini, (count * self.group_size,), (self.group_size,),
+                                   *args, np.int32(size), *common, *corrections,
+                                   cl.LocalMemory(4 * self.group_size))
 
 
 class Adan(Optimizer):
@@ -259,7 +263,7 @@ class Adan(Optimizer):
 
     def _update(self, i, p):
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
-        self.runtime.launch(
+        return self.runtime.launch(
             self._kernel, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
             self.d[i].data, self.n[i].data, self.g_prev[i].data, self._skip.data,
             np.int32(p.size), np.float32(self.lr), np.float32(self.beta1),
