@@ -1,9 +1,7 @@
 """nnlib: a small neural-network library whose every operation is an OpenCL kernel."""
 
-from . import optim, reference
-from .layers import Dense, Layer
-from . import fft
-from .layers import ComplexConv1d, Conv1d
+from . import data, fft, optim, reference
+from .layers import ComplexConv1d, Conv1d, Dense, Layer
 from .network import Sequential
 from .parameter import Parameter
 from .runtime import (
@@ -18,9 +16,8 @@ from .runtime import (
 )
 
 __all__ = [
-    "Dense", "DeviceNotFoundError", "KernelBuildError", "Layer", "NoPlatformError",
-    "Parameter", "Runtime", "Sequential", "devices", "get_runtime", "optim", "reference",
-    "source", "use_device",
+    "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError", "KernelBuildError", "Layer",
+    "NoPlatformError", "Parameter", "Runtime", "Sequential", "data", "devices", "fft",
+    "get_runtime", "optim", "reference", "source", "use_device",
 ]
-__all__ += ["ComplexConv1d", "Conv1d", "fft"]
 __version__ = "0.1.0"

@@ -1,6 +1,5 @@
 from .base import Layer
-from .dense import Dense
 from .conv import ComplexConv1d, Conv1d
+from .dense import Dense
 
-__all__ = ["Layer", "Dense"]
-__all__ += ["Conv1d", "ComplexConv1d"]
+__all__ = ["ComplexConv1d", "Conv1d", "Dense", "Layer"]
