@@ -66,88 +66,85 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 }
 
 // ---------------------------------------------------------------- blocked design
-#ifndef TB
-#define TB 4  // samples per work-item (nnlib/layers/dense.py passes -DTB)
+// All three products are one kernel, gemm_bcast: C = A B with B's rows contiguous, so that
+// each work-item computes RB rows x VW consecutive columns of C in RB vector accumulators:
+// per step k it loads one VW-wide vector of B and multiplies it by RB scalars of A.
+//   forward  Y^T = W X^T  (A = W, B = X^T, which transpose_pad makes; bias + activation)
+//   input    dX  = dZ W   (A = dZ, B = W)
+//   weight   dW += dZ^T X (A = dZ read with strides, B = X; accumulated)
+// nnlib/layers/dense.py passes -DRB and -DVW (the device's preferred float vector width).
+#ifndef RB
+#define RB 8
 #endif
-#ifndef TJ
-#define TJ 4  // output neurons per work-item
+#ifndef VW
+#define VW 8
+#endif
+#if VW == 16
+#define floatv float16
+#define vloadv vload16
+#define vstorev vstore16
+#elif VW == 8
+#define floatv float8
+#define vloadv vload8
+#define vstorev vstore8
+#else
+#define floatv float4
+#define vloadv vload4
+#define vstorev vstore4
 #endif
 
-// One work-item per tile of TB samples x TJ neurons: TB*TJ independent accumulators fed by
-// contiguous rows of x and W. Rows past the edge are clamped for loading, never stored.
-kernel void dense_forward(global const float *x, global const float *w,
-                          global const float *bias, global float *y,
-                          int batch, int n_in, int n_out, int act)
+// One work-item per element of dst (cols_pad x rows): dst = src^T, zero past src's rows.
+kernel void transpose_pad(global const float *src, global float *dst, int rows, int cols,
+                          int rows_pad)
 {
-    int j0 = get_global_id(0) * TJ, b0 = get_global_id(1) * TB;
-    if (j0 >= n_out || b0 >= batch)
+    int r = get_global_id(0), c = get_global_id(1);
+    if (r >= rows_pad || c >= cols)
         return;
-    global const float *xr[TB], *wr[TJ];
-    for (int r = 0; r < TB; ++r)
-        xr[r] = x + (size_t)min(b0 + r, batch - 1) * n_in;
-    for (int c = 0; c < TJ; ++c)
-        wr[c] = w + (size_t)min(j0 + c, n_out - 1) * n_in;
-    float acc[TB][TJ];
-    for (int r = 0; r < TB; ++r)
-        for (int c = 0; c < TJ; ++c)
-            acc[r][c] = 0.0f;
-    for (int k = 0; k < n_in; ++k) {
-        float xv[TB], wv[TJ];
-        for (int r = 0; r < TB; ++r)
-            xv[r] = xr[r][k];
-        for (int c = 0; c < TJ; ++c)
-            wv[c] = wr[c][k];
-        for (int r = 0; r < TB; ++r)
-            for (int c = 0; c < TJ; ++c)
-                acc[r][c] += xv[r] * wv[c];
-    }
-    for (int r = 0; r < TB && b0 + r < batch; ++r)
-        for (int c = 0; c < TJ && j0 + c < n_out; ++c)
-            y[(size_t)(b0 + r) * n_out + j0 + c] = activate(acc[r][c] + bias[j0 + c], act);
+    dst[(size_t)c * rows_pad + r] = r < rows ? src[(size_t)r * cols + c] : 0.0f;
 }
 
-// One work-item per (input i, tile of TB samples): dx[b,i] = sum_j dz[b,j] W[j,i].
-// Neighbouring work-items read neighbouring W[j,i], so the device can vectorise across them.
-kernel void dense_backward_input(global const float *dz, global const float *w,
-                                 global float *dx, int batch, int n_in, int n_out)
+// One work-item per tile of RB rows x VW columns of C (an nrows x ncols matrix stored at
+// c[row * c_row + col * c_col]); A[row, k] = a[row * a_row + k * a_k]; B[k, col] = b[k * ldb +
+// col]. Rows past the edge are clamped for loading and never stored; a partial last column
+// tile loads its columns one by one. Then C = act(acc + bias[row]) or C += acc.
+kernel void gemm_bcast(global const float *a, int a_row, int a_k,
+                       global const float *b, int ldb,
+                       global float *c, int c_row, int c_col,
+                       int nrows, int ncols, int nk,
+                       global const float *bias, int use_bias, int act, int accumulate)
 {
-    int i = get_global_id(0), b0 = get_global_id(1) * TB;
-    if (i >= n_in || b0 >= batch)
+    int c0 = get_global_id(0) * VW, r0 = get_global_id(1) * RB;
+    if (c0 >= ncols || r0 >= nrows)
         return;
-    global const float *g[TB];
-    for (int r = 0; r < TB; ++r)
-        g[r] = dz + (size_t)min(b0 + r, batch - 1) * n_out;
-    float acc[TB];
-    for (int r = 0; r < TB; ++r)
-        acc[r] = 0.0f;
-    for (int j = 0; j < n_out; ++j) {
-        float wv = w[(size_t)j * n_in + i];
-        for (int r = 0; r < TB; ++r)
-            acc[r] += g[r][j] * wv;
+    global const float *ar[RB];
+    for (int r = 0; r < RB; ++r)
+        ar[r] = a + (size_t)min(r0 + r, nrows - 1) * a_row;
+    floatv acc[RB];
+    for (int r = 0; r < RB; ++r)
+        acc[r] = (floatv)(0.0f);
+    if (c0 + VW <= ldb) {  // a whole vector of B lies inside its row
+        for (int k = 0; k < nk; ++k) {
+            floatv bv = vloadv(0, b + (size_t)k * ldb + c0);
+            for (int r = 0; r < RB; ++r)
+                acc[r] += ar[r][(size_t)k * a_k] * bv;
+        }
+    } else {
+        for (int k = 0; k < nk; ++k) {
+            float tail[VW];
+            for (int q = 0; q < VW; ++q)
+                tail[q] = c0 + q < ncols ? b[(size_t)k * ldb + c0 + q] : 0.0f;
+            floatv bv = vloadv(0, tail);
+            for (int r = 0; r < RB; ++r)
+                acc[r] += ar[r][(size_t)k * a_k] * bv;
+        }
     }
-    for (int r = 0; r < TB && b0 + r < batch; ++r)
-        dx[(size_t)(b0 + r) * n_in + i] = acc[r];
-}
-
-// One work-item per (input i, tile of TJ neurons): dW[j,i] += sum_b dz[b,j] x[b,i].
-kernel void dense_backward_weight(global const float *dz, global const float *x,
-                                  global float *dw, int batch, int n_in, int n_out)
-{
-    int i = get_global_id(0), j0 = get_global_id(1) * TJ;
-    if (i >= n_in || j0 >= n_out)
-        return;
-    int jc[TJ];
-    for (int c = 0; c < TJ; ++c)
-        jc[c] = min(j0 + c, n_out - 1);
-    float acc[TJ];
-    for (int c = 0; c < TJ; ++c)
-        acc[c] = 0.0f;
-    for (int b = 0; b < batch; ++b) {
-        float xv = x[(size_t)b * n_in + i];
-        global const float *g = dz + (size_t)b * n_out;
-        for (int c = 0; c < TJ; ++c)
-            acc[c] += g[jc[c]] * xv;
+    for (int r = 0; r < RB && r0 + r < nrows; ++r) {
+        float out[VW];
+        vstorev(acc[r], 0, out);
+        float add = use_bias ? bias[r0 + r] : 0.0f;
+        for (int q = 0; q < VW && c0 + q < ncols; ++q) {
+            size_t o = (size_t)(r0 + r) * c_row + (size_t)(c0 + q) * c_col;
+            c[o] = accumulate ? c[o] + out[q] : activate(out[q] + add, act);
+        }
     }
-    for (int c = 0; c < TJ && j0 + c < n_out; ++c)
-        dw[(size_t)(j0 + c) * n_in + i] += acc[c];
 }

@@ -8,8 +8,7 @@ from ..activations import ACTIVATIONS, activation_code
 from ..parameter import Parameter
 from .base import Layer
 
-# Tile sizes of the blocked kernels (samples x neurons per work-item), passed as -D options.
-TILE_B, TILE_J = 4, 4
+ROWS_PER_ITEM = 8  # rows of C per work-item in gemm_bcast (-DRB)
 VARIANTS = ("fast", "seed")
 
 
@@ -18,48 +17,75 @@ def _blocks(n: int, tile: int) -> int:
 
 
 class DenseKernels:
-    """The four products of a dense layer on one runtime, in one of two designs.
+    """The products of a dense layer on one runtime, in one of two designs.
 
     ``"seed"``: one work-item per output value (the source article's design);
-    ``"fast"``: register-blocked tiles (the default). Each method only enqueues work.
+    ``"fast"``: one register-blocked kernel, ``gemm_bcast``, for all three products (the
+    default), with vectors as wide as the device prefers. Each method only enqueues work.
     """
 
     def __init__(self, runtime, variant: str = "fast"):
         if variant not in VARIANTS:
             raise ValueError(f"unknown dense variant {variant!r}; choose one of {VARIANTS}")
         self.runtime, self.variant = runtime, variant
-        opts = (f"-DTB={TILE_B}", f"-DTJ={TILE_J}")
-        suffix = "_seed" if variant == "seed" else ""
+        width = runtime.device.preferred_vector_width_float
+        self.vector = 16 if width >= 16 else 8 if width >= 8 else 4
+        opts = (f"-DRB={ROWS_PER_ITEM}", f"-DVW={self.vector}")
         k = lambda name: runtime.kernel("dense", name, opts)  # noqa: E731
-        self._forward = k("dense_forward" + suffix)
-        self._input = k("dense_backward_input" + suffix)
-        self._weight = k("dense_backward_weight" + suffix)
         self._bias = k("dense_backward_bias")
+        if variant == "seed":
+            self._forward = k("dense_forward_seed")
+            self._input = k("dense_backward_input_seed")
+            self._weight = k("dense_backward_weight_seed")
+        else:
+            self._gemm = k("gemm_bcast")
+            self._transpose = k("transpose_pad")
+            self._local = (min(16, runtime.work_group_size(self._gemm)), 1)
+
+    def _gemm_launch(self, a, a_row, a_k, b, ldb, c, c_row, c_col, nrows, ncols, nk,
+                     bias=None, act=0, accumulate=False):
+        grid = (_blocks(ncols, self.vector), _blocks(nrows, ROWS_PER_ITEM))
+        i32 = np.int32
+        return self.runtime.launch(
+            self._gemm, grid, self._local, a.data, i32(a_row), i32(a_k), b.data, i32(ldb),
+            c.data, i32(c_row), i32(c_col), i32(nrows), i32(ncols), i32(nk),
+            (a if bias is None else bias).data, i32(bias is not None), i32(act),
+            i32(accumulate))
 
     def forward(self, x, w, b, y, act: int):
         batch, n_in = x.shape
         n_out = w.shape[0]
+        i32 = np.int32
         if self.variant == "seed":
-            grid = (n_out, batch)
-        else:
-            grid = (_blocks(n_out, TILE_J), _blocks(batch, TILE_B))
-        return self.runtime.launch(self._forward, grid, None, x.data, w.data, b.data, y.data,
-                                   np.int32(batch), np.int32(n_in), np.int32(n_out),
-                                   np.int32(act))
+            return self.runtime.launch(self._forward, (n_out, batch), None, x.data, w.data,
+                                       b.data, y.data, i32(batch), i32(n_in), i32(n_out),
+                                       i32(act))
+        padded = _blocks(batch, self.vector) * self.vector
+        xt = self.runtime.empty((n_in, padded))
+        self.runtime.launch(self._transpose, (padded, n_in), None, x.data, xt.data,
+                            i32(batch), i32(n_in), i32(padded))
+        # Y^T = W X^T: rows are neurons, columns samples; Y[b, j] sits at j + b * n_out.
+        return self._gemm_launch(w, n_in, 1, xt, padded, y, 1, n_out, n_out, batch, n_in,
+                                 bias=b, act=act)
 
     def backward_input(self, dz, w, dx):
         batch, n_out = dz.shape
         n_in = w.shape[1]
-        grid = (n_in, batch if self.variant == "seed" else _blocks(batch, TILE_B))
-        return self.runtime.launch(self._input, grid, None, dz.data, w.data, dx.data,
-                                   np.int32(batch), np.int32(n_in), np.int32(n_out))
+        if self.variant == "seed":
+            return self.runtime.launch(self._input, (n_in, batch), None, dz.data, w.data,
+                                       dx.data, np.int32(batch), np.int32(n_in),
+                                       np.int32(n_out))
+        return self._gemm_launch(dz, n_out, 1, w, n_in, dx, n_in, 1, batch, n_in, n_out)
 
     def backward_weight(self, dz, x, dw, db):
         batch, n_out = dz.shape
         n_in = x.shape[1]
-        grid = (n_in, n_out if self.variant == "seed" else _blocks(n_out, TILE_J))
-        self.runtime.launch(self._weight, grid, None, dz.data, x.data, dw.data,
-                            np.int32(batch), np.int32(n_in), np.int32(n_out))
+        if self.variant == "seed":
+            self.runtime.launch(self._weight, (n_in, n_out), None, dz.data, x.data, dw.data,
+                                np.int32(batch), np.int32(n_in), np.int32(n_out))
+        else:  # dW[j, :] += sum_b dZ[b, j] X[b, :]: A = dZ^T, read with strides
+            self._gemm_launch(dz, 1, n_out, x, n_in, dw, n_in, 1, n_out, n_in, batch,
+                              accumulate=True)
         return self.runtime.launch(self._bias, (n_out,), None, dz.data, db.data,
                                    np.int32(batch), np.int32(n_out))
 

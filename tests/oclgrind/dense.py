@@ -6,16 +6,16 @@ import nnlib
 
 nnlib.use_device("oclgrind")
 rng = np.random.default_rng(0)
-x = rng.standard_normal((3, 7))
+x = rng.standard_normal((3, 37))  # 37 inputs: whole vectors and a partial one
 for variant in ("seed", "fast"):
     for act in ("tanh", "softmax"):
-        layer = nnlib.Dense(7, 5, activation=act, variant=variant, seed=1)
+        layer = nnlib.Dense(37, 5, activation=act, variant=variant, seed=1)
         layer.backward(layer.forward(x).get())
-net = nnlib.Sequential([nnlib.Dense(7, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
+net = nnlib.Sequential([nnlib.Dense(37, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
                        loss="cross_entropy")
 opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 float(net.train_step(x, np.array([0, 2, 1]), opt))
-mse = nnlib.Sequential([nnlib.Dense(7, 2, "sigmoid")])
+mse = nnlib.Sequential([nnlib.Dense(37, 2, "sigmoid")])
 float(mse.train_step(x, rng.random((3, 2)), nnlib.optim.SGD(mse.parameters(), lr=0.1)))
 nnlib.get_runtime().queue.finish()
 print("kernels run: dense, activation, loss, optim.sgd_update")
