@@ -1,4 +1,4 @@
-"""Dense, activation, loss and SGD kernels on a small odd-sized case."""
+"""Vector, dense, activation, loss and SGD kernels on a small odd-sized case."""
 
 import numpy as np
 
@@ -17,5 +17,9 @@ opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 float(net.train_step(x, np.array([0, 2, 1]), opt))
 mse = nnlib.Sequential([nnlib.Dense(37, 2, "sigmoid")])
 float(mse.train_step(x, rng.random((3, 2)), nnlib.optim.SGD(mse.parameters(), lr=0.1)))
-nnlib.get_runtime().queue.finish()
-print("kernels run: dense, activation, loss, optim.sgd_update")
+rt = nnlib.get_runtime()
+a = rt.to_device(rng.standard_normal(37))
+out = rt.empty((37,))
+rt.launch(rt.kernel("vector", "vector_add"), (37,), (8,), a.data, a.data, out.data, np.int32(37))
+rt.queue.finish()
+print("kernels run: vector, dense, activation, loss, optim.sgd_update")
