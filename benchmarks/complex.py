@@ -1,6 +1,6 @@
 """GFLOP/s of the complex convolution and the FFT on the device against numpy, same sizes.
 
-    .venv/bin/python benchmarks/complex.py [--repeat 7] [--quick]
+    .venv/bin/python -m benchmarks.complex [--repeat 7] [--quick]
 
 Times are wall-clock medians of (enqueue everything, wait for the queue) on data already on
 the device, and of the numpy call on host arrays, complex64 both. FLOPs counted: 8 per
@@ -11,7 +11,6 @@ are not powers of two). Prints a table and writes build/bench/complex.json.
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,17 +19,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 import nnlib
 from nnlib import fft
 
+from .common import median_s
+
 OUT = Path(__file__).resolve().parent.parent / "build" / "bench" / "complex.json"
-
-
-def median_s(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def on_device(rt, fn):

@@ -155,20 +155,28 @@ class Adam(Optimizer):
         self.beta1, self.beta2 = _check_betas(betas, 2)
         self.eps = _check_range("eps", eps, 0.0)
         self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
-        self._kernel = self.runtime.kernel("optim", "adam_update")
-        self.m, self.v = self._zeros_like_params(), self._zeros_like_params()
+        self._adam = self.runtime.kernel("optim", "adam_update")
+        self.m, self.v = self._zeros_like_params(), self._second_moments()
+
+    def _second_moments(self) -> list:
+        return self._zeros_like_params()
 
     def _buffers(self) -> dict:
         return {"m": self.m, "v": self.v}
 
-    def _update(self, i, p):
+    def _corrections(self) -> tuple:
         bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
+        return np.float32(self.lr / bc1), np.float32(math.sqrt(bc2))
+
+    def _adam_launch(self, i, p, weight_decay: float, decoupled: bool):
         return self.runtime.launch(
-            self._kernel, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
+            self._adam, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
             self.v[i].data, self._skip.data, np.int32(p.size), np.float32(self.lr),
             np.float32(self.beta1), np.float32(self.beta2), np.float32(self.eps),
-            np.float32(self.weight_decay), np.int32(self.decoupled),
-            np.float32(self.lr / bc1), np.float32(math.sqrt(bc2)))
+            np.float32(weight_decay), np.int32(decoupled), *self._corrections())
+
+    def _update(self, i, p):
+        return self._adam_launch(i, p, self.weight_decay, self.decoupled)
 
 
 class AdamW(Adam):
@@ -186,7 +194,7 @@ def _is_bias_or_norm(p: Parameter) -> bool:
     return "bias" in name or "norm" in name
 
 
-class AdamMini(Optimizer):
+class AdamMini(Adam):
     """Adam-mini as the official v1.1.1 code (PyPI ``adam-mini``): one second moment per block
     of a tensor, a moving average of the block's mean of g^2; m stays one per element.
 
@@ -196,14 +204,12 @@ class AdamMini(Optimizer):
     weight decay, as in the official code; decay is also off for names containing "norm".
     """
 
+    decoupled = True
+
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
-        super().__init__(params, lr)
-        self.beta1, self.beta2 = _check_betas(betas, 2)
-        self.eps = _check_range("eps", eps, 0.0)
-        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        super().__init__(params, lr, betas, eps, weight_decay)
         rt = self.runtime
-        self._adam = rt.kernel("optim", "adam_update")
         self._mini = rt.kernel("optim", "adam_mini_update")
         # A power-of-two work-group (the reduction halves it) of twice the device's preferred
         # multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap there, and the strided loop
@@ -212,8 +218,6 @@ class AdamMini(Optimizer):
             cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
         wanted = min(2 * multiple, rt.work_group_size(self._mini))
         self.group_size = 2 ** int(math.log2(wanted))
-        self.m = self._zeros_like_params()
-        self.v = [rt.zeros((self.blocks(p)[0],)) for p in self.params]
 
     def blocks(self, p: Parameter) -> tuple:
         """(number of blocks, block size) of ``p``; block size 1 means per-element Adam."""
@@ -222,23 +226,20 @@ class AdamMini(Optimizer):
         size = p.size if p.block_size is None else p.block_size
         return p.size // size, size
 
-    def _buffers(self) -> dict:
-        return {"m": self.m, "v": self.v}
+    def _second_moments(self) -> list:
+        return [self.runtime.zeros((self.blocks(p)[0],)) for p in self.params]
 
     def _update(self, i, p):
-        bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
         count, size = self.blocks(p)
         wd = 0.0 if _is_bias_or_norm(p) else self.weight_decay
-        common = (np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
-                  np.float32(self.eps), np.float32(wd))
-        corrections = (np.float32(self.lr / bc1), np.float32(math.sqrt(bc2)))
-        args = (p.value.data, p.grad.data, self.m[i].data, self.v[i].data, self._skip.data)
         if size == 1:
-            return self.runtime.launch(self._adam, (p.size,), None, *args, np.int32(p.size),
-                                       *common, np.int32(1), *corrections)
-        return self.runtime.launch(self._mini, (count * self.group_size,), (self.group_size,),
-                                   *args, np.int32(size), *common, *corrections,
-                                   cl.LocalMemory(4 * self.group_size))
+            return self._adam_launch(i, p, wd, decoupled=True)
+        return self.runtime.launch(
+            self._mini, (count * self.group_size,), (self.group_size,), p.value.data,
+            p.grad.data, self.m[i].data, self.v[i].data, self._skip.data, np.int32(size),
+            np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
+            np.float32(self.eps), np.float32(wd), *self._corrections(),
+            cl.LocalMemory(4 * self.group_size))
 
 
 class Adan(Optimizer):

@@ -1,7 +1,6 @@
 """Exercises: the generator strips the solutions, the exercise notebooks run and say "not yet",
 the solutions pass every check, and typical mistakes are caught with a useful message."""
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -14,20 +13,15 @@ from nbclient import NotebookClient
 from nnlib import exercises
 from nnlib.runtime import kernel_dir
 
+from .tools import load_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_CHECKS = ["check_vector_add", "check_dense_forward", "check_activation_grad",
                  "check_output_gradient", "check_sgd_update", "check_cmulconj",
                  "check_fft_radix2_stage"]
 
 
-def _tool(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_exercises = _tool("make_exercises")
+make_exercises = load_tool("make_exercises")
 
 
 @pytest.fixture(scope="module")

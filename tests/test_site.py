@@ -1,25 +1,17 @@
 """The static site: built from the stored notebook outputs (nothing executed), one page per
 notebook, contents in reading order, working links, every figure present."""
 
-import importlib.util
 from pathlib import Path
 
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
+from .tools import load_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-
-
-def _tool(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_site = _tool("build_site")
+build_site = load_tool("build_site")
 
 
 @pytest.fixture(scope="module")
