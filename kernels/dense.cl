@@ -74,7 +74,7 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   weight   dW += dZ^T X (A = dZ read with strides, B = X; accumulated)
 // nnlib/layers/dense.py passes -DRB and -DVW (the device's preferred float vector width).
 #ifndef RB
-#define RB 8
+#define RB 12
 #endif
 #ifndef VW
 #define VW 8
