@@ -33,8 +33,8 @@ class DenseKernels:
         opts = (f"-DRB={ROWS_PER_ITEM}", f"-DVW={self.vector}")
         k = lambda name: runtime.kernel("dense", name, opts)  # noqa: E731
         self._bias = k("dense_backward_bias")
+        self._forward = k("dense_forward_seed")
         if variant == "seed":
-            self._forward = k("dense_forward_seed")
             self._input = k("dense_backward_input_seed")
             self._weight = k("dense_backward_weight_seed")
         else:
@@ -56,7 +56,9 @@ class DenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        if self.variant == "seed":
+        # With fewer samples than half a vector, the tile would mostly compute padding: the
+        # one-output-per-work-item kernel is faster there (a matrix-vector product).
+        if self.variant == "seed" or 2 * batch < self.vector:
             return self.runtime.launch(self._forward, (n_out, batch), None, x.data, w.data,
                                        b.data, y.data, i32(batch), i32(n_in), i32(n_out),
                                        i32(act))
