@@ -111,20 +111,22 @@ kernel void adam_mini_update(global float *w, global const float *g, global floa
 }
 
 // Adan (official sail-sg code; betas in the code's convention, e.g. 0.98, 0.92, 0.99):
-// diff = g - g_prev (0 on the first step, where g_prev = g); m = b1 m + (1-b1) g;
+// diff = g - g_prev (0 on the first step, where g_prev = g; t is the host's step count,
+// skip[0] the steps skipped before); m = b1 m + (1-b1) g;
 // d = b2 d + (1-b2) diff; u = g + b2 diff; n = b3 n + (1-b3) u^2;
 // denom = sqrt(n) / sqrt_bc3 + eps; step = step_size m / denom + step_size_d d / denom;
 // proximal decay: w = (w - step) / (1 + lr wd); no_prox: w = w (1 - lr wd) - step.
 kernel void adan_update(global float *w, global const float *g, global float *m,
                         global float *d, global float *nu, global float *g_prev,
                         global const int *skip, int n, float lr, float beta1, float beta2,
-                        float beta3, float eps, float weight_decay, int no_prox, int first,
+                        float beta3, float eps, float weight_decay, int no_prox, int t,
                         float step_size, float step_size_d, float sqrt_bc3)
 {
     int i = get_global_id(0);
     if (i >= n || skip[1])
         return;
     float grad = g[i];
+    int first = t - skip[0] == 1;  // the first step not skipped: g_prev = g
     float diff = first ? 0.0f : grad - g_prev[i];
     float mi = beta1 * m[i] + (1.0f - beta1) * grad;
     float di = beta2 * d[i] + (1.0f - beta2) * diff;

@@ -3,9 +3,10 @@
 Every optimizer takes a list of :class:`~nnlib.Parameter`, updates them with one kernel
 launch per tensor and never waits for the device. A step whose gradients hold NaN or
 infinity is *skipped* on the device: weights and state stay as they were, and the step is
-counted in ``skipped_steps`` (reading it waits for the device); the step counter behind the
-bias corrections still advances. ``Sequential.fit`` raises an error at the end of an epoch
-that skipped steps.
+counted in ``skipped_steps`` (reading it waits for the device). The host's step counter,
+behind the bias corrections, still advances (the host does not wait to learn of the skip),
+so the steps after a skip use the corrections of one step later than PyTorch would.
+``Sequential.fit`` raises an error at the end of an epoch that skipped steps.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class Optimizer:
 
     def state_dict(self) -> dict:
         """The step count and every state buffer as numpy arrays (``np.savez`` can store it)."""
-        state = {"steps": np.int64(self.steps)}
+        state = {"steps": np.int64(self.steps), "skipped": self._skip.get()}
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
                 state[f"{name}.{i}"] = a.get()
@@ -108,6 +109,7 @@ class Optimizer:
                 if host.shape != a.shape:
                     raise ValueError(f"state {key}: shape {host.shape}, need {a.shape}")
                 a.set(host)
+        self._skip.set(np.asarray(state["skipped"], dtype=np.int32))
         self.steps = int(state["steps"])
 
     def _zeros_like_params(self) -> list:
@@ -189,9 +191,10 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay)
 
 
-def _is_bias_or_norm(p: Parameter) -> bool:
+def _no_decay(p: Parameter) -> bool:
+    """The official code's rule: no weight decay for names containing bias, norm or ln."""
     name = p.name.lower()
-    return "bias" in name or "norm" in name
+    return any(key in name for key in ("bias", "norm", "ln"))
 
 
 class AdamMini(Adam):
@@ -201,23 +204,31 @@ class AdamMini(Adam):
     Blocks come from ``Parameter.block_size``: a dense weight has one block per output row,
     a convolution weight one per filter group, ``None`` means one block for the tensor. A
     parameter named like a bias (or with block size 1) gets plain per-element AdamW without
-    weight decay, as in the official code; decay is also off for names containing "norm".
+    weight decay, as in the official code; decay is also off for names containing "norm" or
+    "ln" (the official rule). ``group_size`` (a power of two) is the work-group of the block
+    reduction; by default twice the device's preferred multiple.
     """
 
     decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0, group_size: int | None = None):
         super().__init__(params, lr, betas, eps, weight_decay)
         rt = self.runtime
         self._mini = rt.kernel("optim", "adam_mini_update")
-        # A power-of-two work-group (the reduction halves it) of twice the device's preferred
-        # multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap there, and the strided loop
-        # covers any block. Measured on PoCL: 75 us per step with 16, 620 us with 256.
-        multiple = self._mini.get_work_group_info(
-            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
-        wanted = min(2 * multiple, rt.work_group_size(self._mini))
-        self.group_size = 2 ** int(math.log2(wanted))
+        limit = rt.work_group_size(self._mini)
+        if group_size is None:
+            # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
+            # there, and the strided loop covers any block. Measured on PoCL: 75 us per step
+            # with 16, 620 us with 256.
+            multiple = self._mini.get_work_group_info(
+                cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
+            group_size = 2 ** int(math.log2(min(2 * multiple, limit)))
+        ok = isinstance(group_size, (int, np.integer)) and 1 <= group_size <= limit
+        if not ok or group_size & (group_size - 1):
+            raise ValueError(f"group_size must be a power of two in [1, {limit}] on this "
+                             f"device, got {group_size!r}")
+        self.group_size = int(group_size)
 
     def blocks(self, p: Parameter) -> tuple:
         """(number of blocks, block size) of ``p``; block size 1 means per-element Adam."""
@@ -231,7 +242,7 @@ class AdamMini(Adam):
 
     def _update(self, i, p):
         count, size = self.blocks(p)
-        wd = 0.0 if _is_bias_or_norm(p) else self.weight_decay
+        wd = 0.0 if _no_decay(p) else self.weight_decay
         if size == 1:
             return self._adam_launch(i, p, wd, decoupled=True)
         return self.runtime.launch(
@@ -244,9 +255,10 @@ class AdamMini(Adam):
 
 class Adan(Optimizer):
     """Adan as the official sail-sg code: betas in the code's convention (0.98, 0.92, 0.99),
-    moments m, d (of gradient differences) and n, each bias-corrected; the first step uses
-    g_prev = g. Weight decay is proximal, w = (w - step) / (1 + lr wd), by default, or
-    decoupled (w *= 1 - lr wd) with ``no_prox=True``. Gradient-norm clipping is not offered.
+    moments m, d (of gradient differences) and n, each bias-corrected; the first step (the
+    first not skipped, as the device counts) uses g_prev = g. Weight decay is proximal,
+    w = (w - step) / (1 + lr wd), by default, or decoupled (w *= 1 - lr wd) with
+    ``no_prox=True``. Gradient-norm clipping is not offered.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.98, 0.92, 0.99), eps: float = 1e-8,
@@ -269,6 +281,6 @@ class Adan(Optimizer):
             self.d[i].data, self.n[i].data, self.g_prev[i].data, self._skip.data,
             np.int32(p.size), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
-            np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps == 1),
+            np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),
             np.float32(self.lr / bc1), np.float32(self.lr * self.beta2 / bc2),
             np.float32(math.sqrt(bc3)))

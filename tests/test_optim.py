@@ -81,6 +81,67 @@ def test_adam_mini_with_block_one_is_adamw(rt):
     np.testing.assert_allclose(got, adamw, rtol=1e-6, atol=1e-7)
 
 
+def test_adam_mini_any_group_size(rt):
+    """The reduction halves down to one sum for every power-of-two group, whether the group
+    is wider than the block (37) or the block wider than the device's largest group."""
+    limit = rt.work_group_size(rt.kernel("optim", "adam_mini_update"))
+    wide = rt.max_work_group_size + 4
+    for group in sorted({1, 2, 64, limit}):
+        for shape, block in (((3, 37), 37), ((2, wide), wide)):
+            got, want = replay(
+                rt, lambda ps: optim.AdamMini(ps, lr=0.01, group_size=group),
+                lambda w, g, m, vb, t: ref.adam_mini_step(w, g, m, vb, t, block, 0.01),
+                shape, 2, block=block, vb=shape[0])
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=str(group))
+
+
+def test_adan_without_the_difference_term_is_adam(rt):
+    """With the code's beta2 = 0, Adan is Adam with betas (beta1, beta3) (notes, section 6)."""
+    adan, _ = replay(rt, lambda ps: optim.Adan(ps, lr=0.01, betas=(0.9, 0.0, 0.99)),
+                     lambda *a: a[:3], (41,), 2)
+    adam, _ = replay(rt, lambda ps: optim.Adam(ps, lr=0.01, betas=(0.9, 0.99)),
+                     lambda *a: a[:3], (41,), 2)
+    np.testing.assert_allclose(adan, adam, rtol=1e-6, atol=1e-7)
+
+
+# Reference numbers of ../shared/notes/optim.md (float64, lr 0.01, three hand-set gradients).
+P0 = np.array([0.5, -1.0, 2.0, 0.0])
+GRADS = [np.array(g) for g in ([0.1, -0.2, 0.3, 0.0], [0.2, 0.1, -0.1, 0.05],
+                               [-0.3, 0.4, 0.2, -0.1])]
+NOTES = {
+    "adam": ([0.4810141715, -0.9919099480, 1.9799669502, -0.0042985049],
+             lambda w, g, s, t: ref.adam_step(w, g, *s, t, 0.01), 2),
+    "adamw": ([0.4795453128, -0.9889356004, 1.9739969403, -0.0042910636],
+              lambda w, g, s, t: ref.adam_step(w, g, *s, t, 0.01, weight_decay=0.1,
+                                               decoupled=True), 2),
+    "adam_mini_tensor": ([0.4857635132, -0.9925764977, 1.9719755956, -0.0006625858],
+                         lambda w, g, s, t: ref.adam_mini_step(w, g, *s, t, 4, 0.01), 2),
+    "adam_mini_rows": ([0.4846178567, -0.9896977383, 1.9720959074, -0.0003710616],
+                       lambda w, g, s, t: ref.adam_mini_step(w, g, *s, t, 2, 0.01), 2),
+    "adam_mini_wd": ([0.4842852922, -0.9896035137, 1.9660192732, -0.0006609316],
+                     lambda w, g, s, t: ref.adam_mini_step(w, g, *s, t, 4, 0.01,
+                                                           weight_decay=0.1), 2),
+    "adan": ([0.4838362792, -0.9995461534, 1.9897794234, -0.0037414546],
+             lambda w, g, s, t: ref.adan_step(w, g, *s, t, 0.01), 4),
+    "adan_prox": ([0.4835454433, -0.9989498505, 1.9885854690, -0.0037392608],
+                  lambda w, g, s, t: ref.adan_step(w, g, *s, t, 0.01, weight_decay=0.02), 4),
+    "adan_no_prox": ([0.4835421535, -0.9989496412, 1.9885831868, -0.0037400084],
+                     lambda w, g, s, t: ref.adan_step(w, g, *s, t, 0.01, weight_decay=0.02,
+                                                      no_prox=True), 4),
+}
+
+
+@pytest.mark.parametrize("rule", NOTES)
+def test_reference_reproduces_the_notes(rule):
+    want, step, n_state = NOTES[rule]
+    w, state = P0.copy(), [np.zeros(4) for _ in range(n_state)]
+    if rule.startswith("adam_mini"):
+        state[1] = np.zeros(4 // (2 if rule == "adam_mini_rows" else 4))
+    for t, g in enumerate(GRADS, start=1):
+        w, *state = step(w, g, state, t)
+    np.testing.assert_allclose(w, want, rtol=0, atol=2e-10)
+
+
 # ---------------------------------------------------------------- PyPI oracles
 def torch_replay(rt, make_ours, make_theirs, named_shapes, seed=3):
     """Same parameters and gradients through an nnlib optimizer and a torch one."""
@@ -130,9 +191,10 @@ def test_adam_matches_torch(rt, name):
 @pytest.mark.torch
 def test_adam_mini_matches_official_code(rt):
     """adam-mini 1.1.1: "mlp" names are split per row, "bias" is Adam, other names are one
-    block; nnlib says the same with block_size."""
+    block; nnlib says the same with block_size. No decay for "bias", "norm" or "ln" names."""
     adam_mini = pytest.importorskip("adam_mini")
-    shapes = [("mlp.weight", (6, 11), 11), ("mlp.bias", (6,), 1), ("w", (4, 5), None)]
+    shapes = [("mlp.weight", (6, 11), 11), ("mlp.bias", (6,), 1), ("w", (4, 5), None),
+              ("ln_f.weight", (7,), None)]
     torch_replay(rt, lambda ps: optim.AdamMini(ps, lr=0.01, weight_decay=0.1),
                  lambda ps: adam_mini.Adam_mini(ps, lr=0.01, weight_decay=0.1, dim=4,
                                                 n_heads=2, verbose=False), shapes)
@@ -208,6 +270,9 @@ def test_bad_hyper_parameters(rt):
         optim.Adan(params, betas=(0.9, 0.99))
     with pytest.raises(ValueError, match="eps"):
         optim.AdamMini(params, eps=float("nan"))
+    for group in (0, 3, 10**6):
+        with pytest.raises(ValueError, match="group_size must be a power of two"):
+            optim.AdamMini(params, group_size=group)
     with pytest.raises(ValueError, match="Nesterov"):
         optim.SGD(params, nesterov=True)
     with pytest.raises(ValueError, match="empty parameter list"):
@@ -235,12 +300,31 @@ def test_non_finite_gradients_skip_the_step(rt, name):
     for p, b in zip(params, before):
         np.testing.assert_array_equal(p.numpy(), b)
     for key, value in opt.state_dict().items():
-        if key != "steps":
+        if key not in ("steps", "skipped"):
             np.testing.assert_array_equal(value, state[key])
     params[1].grad.fill(1.0)
     opt.step()
     assert opt.skipped_steps == 1
     assert not np.array_equal(params[0].numpy(), before[0])
+    resumed = getattr(optim, name)(params, lr=0.1)
+    resumed.load_state_dict(opt.state_dict())
+    assert resumed.skipped_steps == 1
+
+
+def test_adan_first_step_after_a_skip_has_no_difference(rt):
+    """A skipped first step leaves g_prev unset: the next step must still use g_prev = g."""
+    rng = np.random.default_rng(4)
+    p = nnlib.Parameter(rng.standard_normal(9), runtime=rt)
+    w = p.numpy().astype(np.float64)
+    opt = optim.Adan([p], lr=0.01)
+    p.grad.fill(np.nan)
+    opt.step()
+    g = rng.standard_normal(9).astype(np.float32)
+    p.grad.set(g)
+    opt.step()  # the host's step 2: bias corrections of t = 2 (see nnlib.optim)
+    zeros = np.zeros(9)
+    want = ref.adan_step(w, g.astype(np.float64), zeros, zeros, zeros, g, 2, 0.01)[0]
+    np.testing.assert_allclose(p.numpy(), want, rtol=1e-5, atol=1e-6)
 
 
 def test_fit_stops_on_skipped_steps(rt):

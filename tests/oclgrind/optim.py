@@ -1,4 +1,5 @@
-"""Every optimizer kernel once, on odd sizes and an Adam-mini block wider than its group."""
+"""Every optimizer kernel once, on odd sizes; Adam-mini with its default group (2 under
+Oclgrind) and with a group of 64, on blocks of 301 and 5 elements."""
 
 import numpy as np
 
@@ -11,7 +12,8 @@ params = [nnlib.Parameter(rng.standard_normal((3, 301)), "weight", block_size=30
           nnlib.Parameter(rng.standard_normal(3), "bias", block_size=1),
           nnlib.Parameter(rng.standard_normal(5), "w")]
 for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
-             lambda ps: optim.AdamW(ps, lr=0.1), optim.AdamMini, optim.Adan):
+             lambda ps: optim.AdamW(ps, lr=0.1), optim.AdamMini,
+             lambda ps: optim.AdamMini(ps, group_size=64), optim.Adan):
     opt = make(params)
     for _ in range(2):
         for p in params:
