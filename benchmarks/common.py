@@ -2,12 +2,15 @@
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "build" / "bench"
+STORED = Path(__file__).resolve().parent / "stored"  # results from other machines (GPUs)
 
 
 def set_pocl_threads(threads):
@@ -27,6 +30,22 @@ def median_s(fn, repeat: int) -> float:
     return float(np.median(times))
 
 
+def per_step_s(run_steps, steps: int, repeat: int) -> float:
+    """Median seconds per step of ``run_steps(steps)``, which runs ``steps`` steps and then
+    waits for them: the device's queue is drained once per batch of steps, not per step."""
+    return median_s(lambda: run_steps(steps), repeat) / steps
+
+
+def run_child(module: str, argv: list, env: dict | None = None) -> dict:
+    """Run ``python -m benchmarks.<module> *argv`` (its own process, so that environment
+    variables such as POCL_MAX_PTHREAD_COUNT apply) and return the JSON it wrote."""
+    root = OUT.parent.parent
+    subprocess.run([sys.executable, "-m", f"benchmarks.{module}", *argv], cwd=root, check=True,
+                   env=dict(os.environ, **(env or {})))
+    name = argv[argv.index("--name") + 1] if "--name" in argv else module
+    return json.loads((OUT / f"{name}.json").read_text())
+
+
 def write_json(name: str, rows: list, meta: dict) -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"
@@ -38,3 +57,9 @@ def environment(rt) -> dict:
     return {"device": rt.device.name.strip(), "platform": rt.device.platform.version,
             "pocl_threads": os.environ.get("POCL_MAX_PTHREAD_COUNT", "all"),
             "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset")}
+
+
+def stored_results(name: str) -> list:
+    """The JSON results of benchmark ``name`` kept in benchmarks/stored/ (``<name>_*.json``,
+    each with its device and date in "meta"), e.g. from a GPU machine."""
+    return [json.loads(p.read_text()) for p in sorted(STORED.glob(f"{name}_*.json"))]

@@ -1,19 +1,21 @@
 """GFLOP/s of the dense layer: the seed-style and the fast kernels against numpy and PyTorch.
 
-    .venv/bin/python -m benchmarks.dense [--widths 64 256 1024] [--batches 1 16 64 256]
-                                         [--pocl-threads 2] [--repeat 5]
+    .venv/bin/python -m benchmarks.dense [--widths 64 256 1024 4096] [--batches 1 16 64 256]
+                                         [--pocl-threads 1 2] [--repeat 5]
 
 For each width n (an n -> n layer, tanh) and batch: forward, and forward + backward (input
-and weight gradients), as wall-clock medians with the data on the device; numpy with 1 and 2
-BLAS threads (threadpoolctl) and PyTorch CPU with 2 threads, in the same run. Run it with
---pocl-threads 1 and 2 to see what PoCL's threads buy. Writes build/bench/dense.json.
+and weight gradients), as wall-clock medians (one wait for the device per pass) with the data
+on the device; numpy with 1 and 2 BLAS threads (threadpoolctl) and PyTorch CPU with 2
+threads, in the same run. The seed kernel runs up to --seed-max-width. With several
+--pocl-threads values each runs in its own process (PoCL reads the variable once) and the
+table ends with the fast kernel's thread speedup. Writes build/bench/dense.json.
 """
 
 import argparse
 
 import numpy as np
 
-from .common import environment, median_s, set_pocl_threads, write_json
+from .common import environment, median_s, run_child, set_pocl_threads, write_json
 
 
 def numpy_step(x, w, dy, backward, tanh=np.tanh):
@@ -26,13 +28,17 @@ def numpy_step(x, w, dy, backward, tanh=np.tanh):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024])
+    parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
-    parser.add_argument("--pocl-threads", type=int, default=None)
+    parser.add_argument("--pocl-threads", type=int, nargs="+", default=[])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--no-seed", action="store_true", help="skip the slow seed kernel")
+    parser.add_argument("--seed-max-width", type=int, default=1024,
+                        help="run the slow seed kernel up to this width (0: never)")
+    parser.add_argument("--name", default="dense", help="JSON file name under build/bench/")
     args = parser.parse_args(argv)
-    set_pocl_threads(args.pocl_threads)
+    if len(args.pocl_threads) > 1:
+        return compare_threads(args)
+    set_pocl_threads(args.pocl_threads[0] if args.pocl_threads else None)
 
     import nnlib  # after the thread limit is set
     from threadpoolctl import threadpool_limits
@@ -44,11 +50,11 @@ def main(argv=None):
         torch = None
     rt = nnlib.get_runtime()
     rng = np.random.default_rng(0)
-    variants = ["fast"] if args.no_seed else ["seed", "fast"]
     rows = []
-    print(f"{'n':>5} {'batch':>5} {'pass':>8} " + " ".join(f"{v:>8}" for v in variants)
-          + f" {'np 1thr':>8} {'np 2thr':>8} {'torch':>8}   GFLOP/s")
+    print(f"{'n':>5} {'batch':>5} {'pass':>8} {'seed':>8} {'fast':>8}"
+          f" {'np 1thr':>8} {'np 2thr':>8} {'torch':>8}   GFLOP/s")
     for n in args.widths:
+        variants = ["seed", "fast"] if n <= args.seed_max_width else ["fast"]
         for batch in args.batches:
             x = rng.standard_normal((batch, n)).astype(np.float32)
             dy = rng.standard_normal((batch, n)).astype(np.float32)
@@ -77,12 +83,36 @@ def main(argv=None):
                             numpy_step(tx, tw, tdy, backward, torch.tanh)
                     row["torch"] = flops / median_s(torch_run, args.repeat) / 1e9
                 rows.append(row)
-                print(f"{n:5d} {batch:5d} {row['pass']:>8} "
-                      + " ".join(f"{row[v]:8.1f}" for v in variants)
-                      + f" {row['numpy_1']:8.1f} {row['numpy_2']:8.1f} "
+                print(f"{n:5d} {batch:5d} {row['pass']:>8} {row.get('seed', float('nan')):8.1f}"
+                      f" {row['fast']:8.1f} {row['numpy_1']:8.1f} {row['numpy_2']:8.1f} "
                       f"{row.get('torch', float('nan')):8.1f}"
                       f"   fast/numpy2 {row['fast'] / row['numpy_2']:.2f}")
-    path = write_json("dense", rows, environment(rt))
+    path = write_json(args.name, rows, environment(rt))
+    print(f"wrote {path}")
+    return rows
+
+
+def compare_threads(args):
+    """Run the benchmark once per PoCL thread count, each in its own process; merge."""
+    common = ["--widths", *map(str, args.widths), "--batches", *map(str, args.batches),
+              "--repeat", str(args.repeat), "--seed-max-width", str(args.seed_max_width)]
+    rows, meta = [], {}
+    for threads in args.pocl_threads:
+        print(f"PoCL threads: {threads}")
+        out = run_child("dense", common + ["--pocl-threads", str(threads), "--name",
+                                          f"dense_pocl{threads}"])
+        rows += [dict(r, pocl_threads=threads) for r in out["rows"]]
+        meta = out["meta"]
+    low, high = min(args.pocl_threads), max(args.pocl_threads)
+    print(f"fast kernel, {high} vs {low} PoCL threads:")
+    for r in rows:
+        if r["pocl_threads"] == high:
+            base = next(b for b in rows if b["pocl_threads"] == low and
+                        (b["n"], b["batch"], b["pass"]) == (r["n"], r["batch"], r["pass"]))
+            print(f"  n {r['n']:5d} batch {r['batch']:4d} {r['pass']:>8}: "
+                  f"{r['fast'] / base['fast']:.2f}x")
+    meta["pocl_threads"] = args.pocl_threads
+    path = write_json(args.name, rows, meta)
     print(f"wrote {path}")
     return rows
 

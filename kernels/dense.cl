@@ -2,7 +2,7 @@
 // x (batch, n_in), W (n_out, n_in) as torch.nn.Linear, b (n_out), y and dz (batch, n_out).
 // Two designs of each product: the seed's (one work-item per output value, float4 dot
 // products) and a register-blocked one (the default), where each work-item computes a
-// small tile with independent accumulators and walks memory contiguously.
+// small tile of outputs in vector registers and walks memory contiguously.
 // requires: activation.cl
 
 // ---------------------------------------------------------------- seed design
@@ -66,18 +66,27 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 }
 
 // ---------------------------------------------------------------- blocked design
-// All three products are one kernel, gemm_bcast: C = A B with B's rows contiguous, so that
-// each work-item computes RB rows x VW consecutive columns of C in RB vector accumulators:
-// per step k it loads one VW-wide vector of B and multiplies it by RB scalars of A.
-//   forward  Y^T = W X^T  (A = W, B = X^T, which transpose_pad makes; bias + activation)
-//   input    dX  = dZ W   (A = dZ, B = W)
-//   weight   dW += dZ^T X (A = dZ read with strides, B = X; accumulated)
-// nnlib/layers/dense.py passes -DRB and -DVW (the device's preferred float vector width).
-#ifndef RB
-#define RB 12
-#endif
+// Two register-blocked kernels do the three products. Each work-item keeps a tile of
+// outputs in vector accumulators (VW floats wide, the device's preferred width; the loops
+// over the tile are unrolled so that the accumulators stay in registers) and reads every
+// operand along contiguous rows:
+//   forward  Y  = act(X W^T + b)          gemm_nt: X and W both walk along k (dot products)
+//   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
+//            times the previous layer's act'(X) when Sequential asks for its dZ directly
+//   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated)
+// nnlib/layers/dense.py passes the tile sizes -DNT_I, -DTN_R, -DTN_V and -DVW.
 #ifndef VW
 #define VW 8
+#endif
+#ifndef NT_I
+#define NT_I 6
+#endif
+#define NT_J 4  // the outputs of one row of a tile go through activate4 together
+#ifndef TN_R
+#define TN_R 6
+#endif
+#ifndef TN_V
+#define TN_V 4
 #endif
 #if VW == 16
 #define floatv float16
@@ -92,59 +101,191 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define vloadv vload4
 #define vstorev vstore4
 #endif
+#define TN_COLS (TN_V * VW)
 
-// One work-item per element of dst (cols_pad x rows): dst = src^T, zero past src's rows.
-kernel void transpose_pad(global const float *src, global float *dst, int rows, int cols,
-                          int rows_pad)
+// (sum of a's lanes, b's, c's, d's): halves of the four vectors are added pairwise, so that
+// every addition works on full vectors.
+inline float4 sum_lanes4(floatv a, floatv b, floatv c, floatv d)
 {
-    int r = get_global_id(0), c = get_global_id(1);
-    if (r >= rows_pad || c >= cols)
-        return;
-    dst[(size_t)c * rows_pad + r] = r < rows ? src[(size_t)r * cols + c] : 0.0f;
+#if VW == 16
+    float16 ab = (float16)(a.lo, b.lo) + (float16)(a.hi, b.hi);  // 8 partial sums each
+    float16 cd = (float16)(c.lo, d.lo) + (float16)(c.hi, d.hi);
+    float16 q = (float16)(ab.s0123, ab.s89ab, cd.s0123, cd.s89ab)
+              + (float16)(ab.s4567, ab.scdef, cd.s4567, cd.scdef);  // 4 each
+    float8 h = q.even + q.odd;  // 2 each
+#elif VW == 8
+    float8 ab = (float8)(a.lo, b.lo) + (float8)(a.hi, b.hi);  // 4 each
+    float8 cd = (float8)(c.lo, d.lo) + (float8)(c.hi, d.hi);
+    float8 h = (float8)(ab.s01, ab.s45, cd.s01, cd.s45)
+             + (float8)(ab.s23, ab.s67, cd.s23, cd.s67);  // 2 each
+#else
+    float8 h = (float8)((float4)(a.lo, b.lo) + (float4)(a.hi, b.hi),
+                        (float4)(c.lo, d.lo) + (float4)(c.hi, d.hi));  // 2 each
+#endif
+    return h.even + h.odd;
 }
 
-// One work-item per tile of RB rows x VW columns of C (an nrows x ncols matrix stored at
-// c[row * c_row + col * c_col]); A[row, k] = a[row * a_row + k * a_k]; B[k, col] = b[k * ldb +
-// col]. Rows past the edge are clamped for loading and never stored; a partial last column
-// tile loads its columns one by one. Then C = act(acc + bias[row]) or C += acc.
-kernel void gemm_bcast(global const float *a, int a_row, int a_k,
-                       global const float *b, int ldb,
-                       global float *c, int c_row, int c_col,
-                       int nrows, int ncols, int nk,
-                       global const float *bias, int use_bias, int act, int accumulate)
+// act(z) on four values at once, as activate() in activation.cl: on CPU devices the vector
+// forms of tanh and exp cost about as much as one scalar call.
+inline float4 activate4(float4 z, int act)
 {
-    int c0 = get_global_id(0) * VW, r0 = get_global_id(1) * RB;
-    if (c0 >= ncols || r0 >= nrows)
+    switch (act) {
+    case ACT_TANH: return tanh(z);
+    case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
+    case ACT_RELU: return select((float4)(0.0f), z, z > 0.0f);
+    case ACT_LEAKY_RELU: return select(LEAKY_SLOPE * z, z, z > 0.0f);
+    default: return z;
+    }
+}
+
+// C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major.
+// One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector
+// accumulators, each step loading one vector from each of the NT_I + NT_J rows; the lanes
+// are summed at the end (sum_lanes4). Dimension 0 runs over the row blocks of A, so that
+// neighbouring work-items share the rows of B (the weights, the larger operand). Rows past
+// the edge are clamped for loading and never stored.
+kernel void gemm_nt(global const float *a, global const float *b, global float *c,
+                    int ni, int nj, int nk, global const float *bias, int act)
+{
+    int i0 = get_global_id(0) * NT_I, j0 = get_global_id(1) * NT_J;
+    if (i0 >= ni || j0 >= nj)
         return;
-    global const float *ar[RB];
-    for (int r = 0; r < RB; ++r)
-        ar[r] = a + (size_t)min(r0 + r, nrows - 1) * a_row;
-    floatv acc[RB];
-    for (int r = 0; r < RB; ++r)
-        acc[r] = (floatv)(0.0f);
-    if (c0 + VW <= ldb) {  // a whole vector of B lies inside its row
-        for (int k = 0; k < nk; ++k) {
-            floatv bv = vloadv(0, b + (size_t)k * ldb + c0);
-            for (int r = 0; r < RB; ++r)
-                acc[r] += ar[r][(size_t)k * a_k] * bv;
-        }
-    } else {
-        for (int k = 0; k < nk; ++k) {
-            float tail[VW];
-            for (int q = 0; q < VW; ++q)
-                tail[q] = c0 + q < ncols ? b[(size_t)k * ldb + c0 + q] : 0.0f;
-            floatv bv = vloadv(0, tail);
-            for (int r = 0; r < RB; ++r)
-                acc[r] += ar[r][(size_t)k * a_k] * bv;
+    global const float *ar[NT_I], *br[NT_J];
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        ar[i] = a + (size_t)min(i0 + i, ni - 1) * nk;
+    #pragma unroll
+    for (int j = 0; j < NT_J; ++j)
+        br[j] = b + (size_t)min(j0 + j, nj - 1) * nk;
+    floatv acc[NT_I][NT_J];
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        #pragma unroll
+        for (int j = 0; j < NT_J; ++j)
+            acc[i][j] = (floatv)(0.0f);
+    int k = 0;
+    for (; k + VW <= nk; k += VW) {
+        floatv av[NT_I], bv[NT_J];
+        #pragma unroll
+        for (int i = 0; i < NT_I; ++i)
+            av[i] = vloadv(0, ar[i] + k);
+        #pragma unroll
+        for (int j = 0; j < NT_J; ++j)
+            bv[j] = vloadv(0, br[j] + k);
+        #pragma unroll
+        for (int i = 0; i < NT_I; ++i)
+            #pragma unroll
+            for (int j = 0; j < NT_J; ++j)
+                acc[i][j] += av[i] * bv[j];
+    }
+    float4 sum[NT_I];
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        sum[i] = sum_lanes4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+    for (; k < nk; ++k)  // the last nk % VW steps
+        #pragma unroll
+        for (int i = 0; i < NT_I; ++i)
+            sum[i] += ar[i][k] * (float4)(br[0][k], br[1][k], br[2][k], br[3][k]);
+    float4 add = (float4)(bias[j0], bias[min(j0 + 1, nj - 1)], bias[min(j0 + 2, nj - 1)],
+                          bias[min(j0 + 3, nj - 1)]);
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i) {
+        if (i0 + i >= ni)
+            break;
+        float4 out = activate4(sum[i] + add, act);
+        global float *cr = c + (size_t)(i0 + i) * nj + j0;
+        if (j0 + 4 <= nj) {
+            vstore4(out, 0, cr);
+        } else {
+            float part[4];
+            vstore4(out, 0, part);
+            for (int j = 0; j < nj - j0; ++j)
+                cr[j] = part[j];
         }
     }
-    for (int r = 0; r < RB && r0 + r < nrows; ++r) {
-        float out[VW];
-        vstorev(acc[r], 0, out);
-        float add = use_bias ? bias[r0 + r] : 0.0f;
-        for (int q = 0; q < VW && c0 + q < ncols; ++q) {
-            size_t o = (size_t)(r0 + r) * c_row + (size_t)(c0 + q) * c_col;
-            c[o] = accumulate ? c[o] + out[q] : activate(out[q] + add, act);
+}
+
+// C = P^T B, or C += P^T B, with P[k, r] = p[k * p_k + r * p_r] (nk x nrows), B (nk x
+// ncols) and C (nrows x ncols) row-major: a sum over k of outer products of row k of P and
+// row k of B. One work-item per tile of TN_R rows x TN_COLS columns of C: TN_R * TN_V
+// vector accumulators; each step broadcasts TN_R values of P against TN_V vectors of B.
+// Dimension 0 runs over the row blocks, so that neighbouring work-items share the columns
+// of B. With act (not ACT_NONE), each value is multiplied by activate_grad(y, act), y of C's
+// shape: the input gradient becomes the previous layer's dZ in the same pass. With rowsum,
+// the work-items of the first column block also write (or add) the sums over k of P[k, r]
+// to d[r].
+kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float *b,
+                    global float *c, int nrows, int ncols, int nk, int accumulate,
+                    global const float *y, int act, int rowsum, global float *d)
+{
+    int r0 = get_global_id(0) * TN_R, c0 = get_global_id(1) * TN_COLS;
+    if (r0 >= nrows || c0 >= ncols)
+        return;
+    size_t rows[TN_R];  // offsets of P's columns, clamped for loading
+    #pragma unroll
+    for (int r = 0; r < TN_R; ++r)
+        rows[r] = (size_t)min(r0 + r, nrows - 1) * p_r;
+    floatv acc[TN_R][TN_V];
+    #pragma unroll
+    for (int r = 0; r < TN_R; ++r)
+        #pragma unroll
+        for (int v = 0; v < TN_V; ++v)
+            acc[r][v] = (floatv)(0.0f);
+    bool whole = c0 + TN_COLS <= ncols;
+    for (int k = 0; k < nk; ++k) {
+        global const float *pk = p + (size_t)k * p_k, *bk = b + (size_t)k * ncols + c0;
+        floatv bv[TN_V];
+        if (whole) {
+            #pragma unroll
+            for (int v = 0; v < TN_V; ++v)
+                bv[v] = vloadv(v, bk);
+        } else {  // the last, partial column block: zeros past the edge
+            #pragma unroll
+            for (int v = 0; v < TN_V; ++v) {
+                if (c0 + (v + 1) * VW <= ncols) {
+                    bv[v] = vloadv(v, bk);
+                } else if (c0 + v * VW >= ncols) {
+                    bv[v] = (floatv)(0.0f);
+                } else {
+                    float tail[VW];
+                    for (int q = 0; q < VW; ++q)
+                        tail[q] = c0 + v * VW + q < ncols ? bk[v * VW + q] : 0.0f;
+                    bv[v] = vloadv(0, tail);
+                }
+            }
+        }
+        #pragma unroll
+        for (int r = 0; r < TN_R; ++r) {
+            float s = pk[rows[r]];
+            #pragma unroll
+            for (int v = 0; v < TN_V; ++v)
+                acc[r][v] += s * bv[v];
         }
     }
+    #pragma unroll
+    for (int r = 0; r < TN_R; ++r) {
+        if (r0 + r >= nrows)
+            break;
+        #pragma unroll
+        for (int v = 0; v < TN_V; ++v) {
+            size_t o = (size_t)(r0 + r) * ncols + c0 + v * VW;
+            if (act == ACT_NONE && c0 + (v + 1) * VW <= ncols) {  // a whole vector
+                vstorev(accumulate ? vloadv(0, c + o) + acc[r][v] : acc[r][v], 0, c + o);
+            } else if (c0 + v * VW < ncols) {
+                float out[VW];
+                vstorev(acc[r][v], 0, out);
+                for (int q = 0; q < min(VW, ncols - c0 - v * VW); ++q) {
+                    float value = out[q] * activate_grad(y[o + q], act);
+                    c[o + q] = accumulate ? c[o + q] + value : value;
+                }
+            }
+        }
+    }
+    if (rowsum && c0 == 0)
+        for (int r = 0; r < TN_R && r0 + r < nrows; ++r) {
+            float sum = 0.0f;
+            for (int k = 0; k < nk; ++k)
+                sum += p[(size_t)k * p_k + (size_t)(r0 + r) * p_r];
+            d[r0 + r] = accumulate ? d[r0 + r] + sum : sum;
+        }
 }

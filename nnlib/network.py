@@ -11,6 +11,8 @@ import numpy as np
 
 from .activations import ACTIVATIONS
 from .layers.base import Layer
+from .launcher import Launcher
+from .layers.dense import Dense
 
 LOSSES = {"mse": 0, "cross_entropy": 1}
 FORMAT = "nnlib.Sequential/1"
@@ -46,8 +48,9 @@ class Sequential:
             raise ValueError("cross_entropy needs a last layer with activation='softmax'")
         self.loss = loss
         self.runtime = last.runtime
-        self._output_grad = self.runtime.kernel("loss", "output_gradient")
-        self._loss_rows = self.runtime.kernel("loss", "loss_rows")
+        rt = self.runtime
+        self._output_grad = Launcher(rt, rt.kernel("loss", "output_gradient"))
+        self._loss_rows = Launcher(rt, rt.kernel("loss", "loss_rows"))
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -90,9 +93,8 @@ class Sequential:
         rows, cols = out.shape
         if rows_buf is None:
             rows_buf = self.runtime.empty((rows,))
-        self.runtime.launch(self._loss_rows, (rows,), None, out.data, target.data,
-                            rows_buf.data, np.int32(offset), np.int32(rows), np.int32(cols),
-                            np.int32(LOSSES[self.loss]))
+        self._loss_rows((rows,), None, out.data, target.data, rows_buf.data, np.int32(offset),
+                        np.int32(rows), np.int32(cols), np.int32(LOSSES[self.loss]))
         return rows_buf
 
     def _divisor(self, out) -> int:
@@ -104,17 +106,37 @@ class Sequential:
         target = self._targets(y, out.shape[0])
         return float(DeviceLoss(self.loss_rows(out, target), self._divisor(out)))
 
-    def _backward_from_loss(self, out, target):
+    def _preactivation_chain(self) -> list:
+        """Indices of the layers whose backward starts from dL/dz (before their activation):
+        the last layer, then each Dense layer below, down to the first that is not Dense or
+        uses softmax. Between two of them one kernel gives the lower layer's dL/dz."""
+        chain = [len(self.layers) - 1]
+        for i in range(len(self.layers) - 2, -1, -1):
+            layer = self.layers[i]
+            if not isinstance(layer, Dense) or layer.activation == "softmax":
+                break
+            chain.append(i)
+        return chain
+
+    def _backward_from_loss(self, out, target, overwrite=()):
+        """Backward from the loss, through ``_preactivation_chain`` and then layer by layer.
+        The first layer computes no input gradient; the layers in ``overwrite`` write their
+        gradients instead of adding to them."""
         last = self.layers[-1]
         dz = self.runtime.empty(out.shape)
         act = ACTIVATIONS.get(getattr(last, "activation", "none"), 0)
-        self.runtime.launch(self._output_grad, (out.size,), None, out.data, target.data,
-                            dz.data, np.int32(out.size),
-                            np.float32(1.0 / self._divisor(out)),
-                            np.int32(LOSSES[self.loss]), np.int32(act))
-        grad = last.backward_preactivation(dz)
-        for layer in reversed(self.layers[:-1]):
-            grad = layer.backward(grad)
+        self._output_grad((out.size,), None, out.data, target.data, dz.data,
+                          np.int32(out.size), np.float32(1.0 / self._divisor(out)),
+                          np.int32(LOSSES[self.loss]), np.int32(act))
+        chain, grad = self._preactivation_chain(), dz
+        for i in reversed(range(len(self.layers))):
+            layer = self.layers[i]
+            if i not in chain:
+                grad = layer.backward(grad)
+                continue
+            below = self.layers[i - 1].activation if i - 1 in chain else "none"
+            grad = layer.backward_preactivation(grad, below, input_grad=i > 0,
+                                                accumulate=layer not in overwrite)
 
     def train_step(self, x, y, optimizer, loss_buf=None, offset: int = 0) -> DeviceLoss:
         """Forward, loss, backward and update, all enqueued without waiting for the device.
@@ -123,11 +145,20 @@ class Sequential:
         """
         if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
-        optimizer.zero_grad()
+        # Layers of the chain whose parameters the optimizer holds write their gradients in
+        # the backward pass: zeroing them first would cost a launch per tensor.
+        owned = {id(p) for p in optimizer.params}
+        overwrite = [self.layers[i] for i in self._preactivation_chain()
+                     if self.layers.count(self.layers[i]) == 1
+                     and all(id(p) in owned for p in self.layers[i].parameters())]
+        written = {id(p) for layer in overwrite for p in layer.parameters()}
+        for p in optimizer.params:
+            if id(p) not in written:
+                p.zero_grad()
         out = self.forward(x)
         target = self._targets(y, out.shape[0])
         rows = self.loss_rows(out, target, loss_buf, offset)
-        self._backward_from_loss(out, target)
+        self._backward_from_loss(out, target, overwrite)
         optimizer.step()
         return DeviceLoss(rows if loss_buf is None else rows[offset:offset + out.shape[0]],
                           self._divisor(out))

@@ -4,13 +4,62 @@ import json
 
 import pytest
 
-from benchmarks import dense
+from benchmarks import dense, launch, seed_experiment, train_step
 from benchmarks.common import OUT
+
+
+def saved(name):
+    return json.loads((OUT / f"{name}.json").read_text())
 
 
 @pytest.mark.slow
 def test_dense_benchmark_runs_and_writes_json():
     rows = dense.main(["--widths", "33", "--batches", "1", "5", "--repeat", "1"])
-    assert len(rows) == 4 and all(r["fast"] > 0 and r["numpy_2"] > 0 for r in rows)
-    saved = json.loads((OUT / "dense.json").read_text())
-    assert saved["rows"] == rows and "device" in saved["meta"]
+    assert len(rows) == 4 and all(r["fast"] > 0 and r["seed"] > 0 and r["numpy_2"] > 0
+                                  for r in rows)
+    assert saved("dense")["rows"] == rows and "device" in saved("dense")["meta"]
+
+
+@pytest.mark.slow
+def test_dense_benchmark_compares_thread_counts_in_subprocesses():
+    rows = dense.main(["--widths", "9", "--batches", "2", "--repeat", "1",
+                       "--pocl-threads", "1", "2"])
+    assert sorted(r["pocl_threads"] for r in rows) == [1, 1, 2, 2]
+    assert saved("dense")["meta"]["pocl_threads"] == [1, 2]
+
+
+@pytest.mark.slow
+def test_train_step_benchmark_runs_and_writes_json():
+    rows = train_step.main(["--batches", "3", "--steps", "2", "--repeat", "1",
+                            "--no-tinygrad"])
+    assert [r["batch"] for r in rows] == [3]
+    assert all(rows[0][k] > 0 for k in ("nnlib", "numpy_1", "numpy_2", "nnlib_vs_fastest"))
+    assert saved("train_step")["rows"] == rows
+
+
+def test_numpy_mlp_learns_as_the_nnlib_network(rt, rng):
+    """The numpy baseline computes the same training step as nnlib (same losses)."""
+    import nnlib
+
+    net = train_step.nnlib_net(nnlib)
+    opt = nnlib.optim.Adam(net.parameters(), lr=1e-2)
+    ref = train_step.NumpyMLP([layer.weight.numpy() for layer in net.layers],
+                              [layer.bias.numpy() for layer in net.layers], lr=1e-2)
+    x = rng.standard_normal((5, train_step.SIZES[0])).astype("float32")
+    y = rng.standard_normal((5, train_step.SIZES[-1])).astype("float32")
+    for _ in range(3):
+        assert float(net.train_step(x, y, opt)) == pytest.approx(ref.step(x, y), rel=1e-4)
+
+
+@pytest.mark.slow
+def test_seed_experiment_runs_and_writes_json():
+    rows = seed_experiment.main(["--samples", "8", "--batch", "512", "--epochs", "1"])
+    assert rows and all(r["per_sample_speedup"] > 0 and r["mini_batch_nnlib_s"] > 0
+                        for r in rows)
+    assert saved("seed_experiment")["rows"] == rows
+
+
+def test_launch_benchmark_runs_and_writes_json():
+    rows = launch.main(["--count", "3", "--repeat", "1", "--sizes", "64"])
+    assert len(rows) == 8 and all(r["us"] > 0 for r in rows)
+    assert saved("launch")["rows"] == rows

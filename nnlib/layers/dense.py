@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
 from ..activations import ACTIVATIONS, activation_code
+from ..launcher import Launcher
 from ..parameter import Parameter
 from .base import Layer
 
-ROWS_PER_ITEM = 12  # rows of C per work-item in gemm_bcast (-DRB); 12 measured best on PoCL
+# Tile sizes of the blocked kernels (kernels/dense.cl), measured best on PoCL (AVX-512):
+# gemm_nt (forward) computes NT_TILE = (rows of X, rows of W) per work-item (the 4 is fixed
+# in the kernel); gemm_tn (gradients) TN_ROWS rows x TN_VECTORS vectors of columns.
+NT_TILE = (6, 4)
+TN_ROWS, TN_VECTORS = 6, 4
 VARIANTS = ("fast", "seed")
 
 
@@ -20,8 +26,9 @@ class DenseKernels:
     """The products of a dense layer on one runtime, in one of two designs.
 
     ``"seed"``: one work-item per output value (the source article's design);
-    ``"fast"``: one register-blocked kernel, ``gemm_bcast``, for all three products (the
-    default), with vectors as wide as the device prefers. Each method only enqueues work.
+    ``"fast"``: register-blocked kernels (the default), ``gemm_nt`` for the forward pass and
+    ``gemm_tn`` for both gradients, with vectors as wide as the device prefers. Each
+    method only enqueues work.
     """
 
     def __init__(self, runtime, variant: str = "fast"):
@@ -30,66 +37,78 @@ class DenseKernels:
         self.runtime, self.variant = runtime, variant
         width = runtime.device.preferred_vector_width_float
         self.vector = 16 if width >= 16 else 8 if width >= 8 else 4
-        opts = (f"-DRB={ROWS_PER_ITEM}", f"-DVW={self.vector}")
+        opts = (f"-DVW={self.vector}", f"-DNT_I={NT_TILE[0]}",
+                f"-DTN_R={TN_ROWS}", f"-DTN_V={TN_VECTORS}")
         k = lambda name: runtime.kernel("dense", name, opts)  # noqa: E731
-        self._bias = k("dense_backward_bias")
-        self._forward = k("dense_forward_seed")
         if variant == "seed":
+            self._forward = k("dense_forward_seed")
             self._input = k("dense_backward_input_seed")
             self._weight = k("dense_backward_weight_seed")
+            self._bias = k("dense_backward_bias")
+            self._act_backward = runtime.kernel("activation", "activation_backward")
         else:
-            self._gemm = k("gemm_bcast")
-            self._transpose = k("transpose_pad")
-            self._local = (min(16, runtime.work_group_size(self._gemm)), 1)
-
-    def _gemm_launch(self, a, a_row, a_k, b, ldb, c, c_row, c_col, nrows, ncols, nk,
-                     bias=None, act=0, accumulate=False):
-        grid = (_blocks(ncols, self.vector), _blocks(nrows, ROWS_PER_ITEM))
-        i32 = np.int32
-        return self.runtime.launch(
-            self._gemm, grid, self._local, a.data, i32(a_row), i32(a_k), b.data, i32(ldb),
-            c.data, i32(c_row), i32(c_col), i32(nrows), i32(ncols), i32(nk),
-            (a if bias is None else bias).data, i32(bias is not None), i32(act),
-            i32(accumulate))
+            nt, tn = k("gemm_nt"), k("gemm_tn")
+            # One launcher per product: each keeps its arguments from one step to the next.
+            self._nt = Launcher(runtime, nt)
+            self._tn_input, self._tn_weight = Launcher(runtime, tn), Launcher(runtime, tn)
+            # CPUs run a work-group as one task: 16 work-items of large tiles is plenty;
+            # GPUs want at least a few warps.
+            want = 64 if runtime.device.type & cl.device_type.GPU else 16
+            self._local_nt = (min(want, runtime.work_group_size(nt)), 1)
+            self._local_tn = (min(want, runtime.work_group_size(tn)), 1)
 
     def forward(self, x, w, b, y, act: int):
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        # With fewer samples than half a vector, the tile would mostly compute padding: the
-        # one-output-per-work-item kernel is faster there (a matrix-vector product).
-        if self.variant == "seed" or 2 * batch < self.vector:
+        if self.variant == "seed":
             return self.runtime.launch(self._forward, (n_out, batch), None, x.data, w.data,
                                        b.data, y.data, i32(batch), i32(n_in), i32(n_out),
                                        i32(act))
-        padded = _blocks(batch, self.vector) * self.vector
-        xt = self.runtime.empty((n_in, padded))
-        self.runtime.launch(self._transpose, (padded, n_in), None, x.data, xt.data,
-                            i32(batch), i32(n_in), i32(padded))
-        # Y^T = W X^T: rows are neurons, columns samples; Y[b, j] sits at j + b * n_out.
-        return self._gemm_launch(w, n_in, 1, xt, padded, y, 1, n_out, n_out, batch, n_in,
-                                 bias=b, act=act)
+        grid = (_blocks(batch, NT_TILE[0]), _blocks(n_out, NT_TILE[1]))
+        return self._nt(grid, self._local_nt, x.data, w.data, y.data, i32(batch), i32(n_out),
+                        i32(n_in), b.data, i32(act))
 
-    def backward_input(self, dz, w, dx):
+    def _tn(self, launcher, p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, gate=None,
+            act=0, rowsum=None):
+        """C (+)= P^T B on gemm_tn, times act'(gate) if ``act``; ``rowsum`` (a device array)
+        also gets P's column sums."""
+        grid = (_blocks(nrows, TN_ROWS), _blocks(ncols, TN_VECTORS * self.vector))
+        i32 = np.int32
+        return launcher(grid, self._local_tn, p.data, i32(p_k), i32(p_r), b.data, c.data,
+                        i32(nrows), i32(ncols), i32(nk), i32(accumulate),
+                        (c if gate is None else gate).data, i32(act), i32(rowsum is not None),
+                        (c if rowsum is None else rowsum).data)
+
+    def backward_input(self, dz, w, dx, x=None, act: int = 0):
+        """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]
-        if self.variant == "seed":
-            return self.runtime.launch(self._input, (n_in, batch), None, dz.data, w.data,
-                                       dx.data, np.int32(batch), np.int32(n_in),
-                                       np.int32(n_out))
-        return self._gemm_launch(dz, n_out, 1, w, n_in, dx, n_in, 1, batch, n_in, n_out)
+        if self.variant == "fast":  # dX = (dZ^T)^T W
+            return self._tn(self._tn_input, dz, 1, n_out, w, dx, batch, n_in, n_out, False,
+                            x, act)
+        event = self.runtime.launch(self._input, (n_in, batch), None, dz.data, w.data,
+                                    dx.data, np.int32(batch), np.int32(n_in), np.int32(n_out))
+        if act:
+            event = self.runtime.launch(self._act_backward, (dx.size,), None, x.data, dx.data,
+                                        dx.data, np.int32(dx.size), np.int32(act))
+        return event
 
-    def backward_weight(self, dz, x, dw, db):
+    def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
+        """dw += dz^T x and db += column sums of dz (or = without ``accumulate``)."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
-        if self.variant == "seed":
-            self.runtime.launch(self._weight, (n_in, n_out), None, dz.data, x.data, dw.data,
-                                np.int32(batch), np.int32(n_in), np.int32(n_out))
-        else:  # dW[j, :] += sum_b dZ[b, j] X[b, :]: A = dZ^T, read with strides
-            self._gemm_launch(dz, 1, n_out, x, n_in, dw, n_in, 1, n_out, n_in, batch,
-                              accumulate=True)
-        return self.runtime.launch(self._bias, (n_out,), None, dz.data, db.data,
-                                   np.int32(batch), np.int32(n_out))
+        if self.variant == "fast":  # one launch
+            return self._tn(self._tn_weight, dz, n_out, 1, x, dw, n_out, n_in, batch,
+                            accumulate, rowsum=db)
+        if not accumulate:
+            dw.fill(0)
+            db.fill(0)
+        i32 = np.int32
+        self.runtime.launch(self._weight, (n_in, n_out), None, dz.data, x.data, dw.data,
+                            i32(batch), i32(n_in), i32(n_out))
+        return self.runtime.launch(self._bias, (n_out,), None, dz.data, db.data, i32(batch),
+                                   i32(n_out))
 
 
 class Dense(Layer):
@@ -165,10 +184,21 @@ class Dense(Layer):
                                 dz.data, np.int32(dy.size), np.int32(self.act))
         return self.backward_preactivation(dz)
 
-    def backward_preactivation(self, dz):
-        """dL/dx from dL/dz (z = x W^T + b, before the activation); accumulates grads."""
+    def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
+                               accumulate: bool = True):
+        """dL/dx from dL/dz (z = x W^T + b, before the activation); accumulates grads.
+
+        For Sequential's training step: ``input_act`` (the previous layer's activation, not
+        softmax) returns that layer's dL/dz instead, in the same kernel; ``input_grad=False``
+        returns None (the first layer); ``accumulate=False`` overwrites the grads.
+        """
         self._require_forward()
-        self.kernels.backward_weight(dz, self._x, self.weight.grad, self.bias.grad)
+        if input_act == "softmax":
+            raise ValueError("backward_preactivation: softmax's derivative is not elementwise")
+        self.kernels.backward_weight(dz, self._x, self.weight.grad, self.bias.grad, accumulate)
+        if not input_grad:
+            return None
         dx = self.runtime.empty(self._x.shape)
-        self.kernels.backward_input(dz, self.weight.value, dx)
+        self.kernels.backward_input(dz, self.weight.value, dx, self._x,
+                                    activation_code(input_act))
         return dx

@@ -11,7 +11,7 @@ for variant in ("seed", "fast"):
     for act in ("tanh", "softmax"):
         layer = nnlib.Dense(37, 5, activation=act, variant=variant, seed=1)
         layer.backward(layer.forward(x).get())
-nnlib.Dense(37, 5, "tanh").forward(rng.standard_normal((19, 37)))  # the tiled forward
+nnlib.Dense(37, 5, "tanh").forward(rng.standard_normal((19, 37)))
 net = nnlib.Sequential([nnlib.Dense(37, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
                        loss="cross_entropy")
 opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)

@@ -1,0 +1,89 @@
+"""What a kernel launch and a host<->device copy cost: why batch 1 is launch-bound.
+
+    .venv/bin/python -m benchmarks.launch [--count 200] [--repeat 7] [--pocl-threads 2]
+
+Microseconds (medians) per: enqueue of a tiny kernel (arguments set beforehand, as
+pyopencl's call does them, through nnlib's ``Runtime.launch``, and through a ``Launcher``,
+which sets only the arguments that changed); enqueue followed by
+``queue.finish()`` (a synchronous round trip); blocking copies host -> device and device ->
+host of 64 bytes to 16 MiB; and the device time of the tiny kernel from profiling events.
+Writes build/bench/launch.json.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+from .common import environment, median_s, set_pocl_threads, write_json
+
+SIZES = (64, 4096, 2**20, 2**24)  # bytes
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200, help="launches per timed run")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--pocl-threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    set_pocl_threads(args.pocl_threads)
+
+    import pyopencl as cl
+
+    import nnlib
+    from nnlib.launcher import Launcher
+    from nnlib.runtime import time_kernel
+
+    rt = nnlib.get_runtime()
+    n = 256
+    a = rt.zeros((n,))
+    out = rt.empty((n,))
+    kernel = rt.kernel("vector", "vector_add")
+    count = args.count
+
+    def per_launch(enqueue):
+        def run():
+            for _ in range(count):
+                enqueue()
+            rt.queue.finish()
+        return median_s(run, args.repeat) / count * 1e6
+
+    kernel.set_args(a.data, a.data, out.data, np.int32(n))
+    launcher = Launcher(rt, kernel)
+    rows = [
+        {"what": "enqueue, arguments preset",
+         "us": per_launch(lambda: cl.enqueue_nd_range_kernel(rt.queue, kernel, (n,), None))},
+        {"what": "enqueue, pyopencl call",
+         "us": per_launch(lambda: kernel(rt.queue, (n,), None, a.data, a.data, out.data,
+                                         np.int32(n)))},
+        {"what": "enqueue, Runtime.launch",
+         "us": per_launch(lambda: rt.launch(kernel, (n,), (64,), a.data, a.data, out.data,
+                                            np.int32(n)))},
+        {"what": "enqueue, Launcher (same arguments)",
+         "us": per_launch(lambda: launcher((n,), (64,), a.data, a.data, out.data,
+                                           np.int32(n)))},
+        {"what": "enqueue + finish (round trip)",
+         "us": median_s(lambda: (rt.launch(kernel, (n,), None, a.data, a.data, out.data,
+                                           np.int32(n)), rt.queue.finish()), args.repeat * 20)
+         * 1e6},
+        {"what": "kernel run time (profiling event)",
+         "us": time_kernel(lambda: rt.launch(kernel, (n,), None, a.data, a.data, out.data,
+                                             np.int32(n))) * 1e3},
+    ]
+    for size in args.sizes:
+        host = np.zeros(size // 4, np.float32)
+        dev = rt.to_device(host)
+        rows.append({"what": f"copy host -> device {size} B",
+                     "us": median_s(lambda: dev.set(host), args.repeat) * 1e6})
+        rows.append({"what": f"copy device -> host {size} B",
+                     "us": median_s(lambda: dev.get(ary=host), args.repeat) * 1e6})
+    for row in rows:
+        print(f"{row['what']:36s} {row['us']:10.1f} us")
+    path = write_json("launch", rows, environment(rt))
+    print(f"wrote {path}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

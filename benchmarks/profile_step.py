@@ -1,0 +1,69 @@
+"""Per-kernel device time of one training step, from OpenCL profiling events.
+
+    .venv/bin/python -m benchmarks.profile_step [--batch 64]
+"""
+
+import argparse
+import contextlib
+from collections import defaultdict
+
+from nnlib.launcher import Launcher
+
+
+@contextlib.contextmanager
+def recording(rt):
+    """While active, every ``rt.launch`` and every ``Launcher`` call also appends (kernel
+    name, event) to the list."""
+    events, launch, call = [], rt.launch, Launcher.__call__
+
+    def recorded(kernel, *args, **kwargs):
+        event = launch(kernel, *args, **kwargs)
+        events.append((kernel.function_name, event))
+        return event
+
+    def recorded_call(launcher, *args):
+        event = call(launcher, *args)
+        events.append((launcher.name, event))
+        return event
+    rt.launch, Launcher.__call__ = recorded, recorded_call
+    try:
+        yield events
+    finally:
+        del rt.launch  # back to the class's method
+        Launcher.__call__ = call
+
+
+def step_breakdown(net, x, y, optimizer) -> dict:
+    """{kernel name: (launches, device microseconds)} of one ``net.train_step``."""
+    float(net.train_step(x, y, optimizer))  # warm: programs built, buffers pooled
+    with recording(net.runtime) as events:
+        float(net.train_step(x, y, optimizer))
+    table = defaultdict(lambda: [0, 0.0])
+    for name, event in events:
+        table[name][0] += 1
+        table[name][1] += (event.profile.end - event.profile.start) * 1e-3
+    return {name: tuple(v) for name, v in sorted(table.items(), key=lambda kv: -kv[1][1])}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args(argv)
+    import numpy as np
+
+    import nnlib
+
+    from .train_step import SIZES, nnlib_net
+    rng = np.random.default_rng(0)
+    net = nnlib_net(nnlib)
+    opt = nnlib.optim.Adam(net.parameters(), lr=1e-3)
+    x = rng.standard_normal((args.batch, SIZES[0])).astype(np.float32)
+    y = rng.standard_normal((args.batch, SIZES[-1])).astype(np.float32)
+    table = step_breakdown(net, x, y, opt)
+    for name, (count, us) in table.items():
+        print(f"{name:24s} x{count:<3d} {us:9.1f} us")
+    return table
+
+
+if __name__ == "__main__":
+    main()

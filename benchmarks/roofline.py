@@ -1,0 +1,32 @@
+"""The machine's roofs, measured: memory bandwidth and the best matrix-product rate.
+
+    .venv/bin/python -m benchmarks.roofline
+"""
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .common import median_s
+
+
+def machine_limits(repeat: int = 5, mib: int = 64, n: int = 1024) -> dict:
+    """GB/s of a numpy copy (bytes read + written) and GFLOP/s of numpy's sgemm (n^3) with 1
+    and 2 BLAS threads: the memory and compute roofs of a roofline plot."""
+    src = np.ones(mib * 2**18, np.float32)
+    dst = np.empty_like(src)
+    limits = {"copy_GBps": 2 * src.nbytes / median_s(lambda: np.copyto(dst, src), repeat) / 1e9}
+    a = np.ones((n, n), np.float32)
+    for threads in (1, 2):
+        with threadpool_limits(threads):
+            limits[f"sgemm_{threads}thr_GFLOPs"] = 2 * n**3 / median_s(lambda: a @ a, repeat) / 1e9
+    return limits
+
+
+def dense_intensity(n_in: int, n_out: int, batch: int) -> float:
+    """FLOP per byte of a dense layer's forward pass if every operand moves once (float32)."""
+    return 2 * batch * n_in * n_out / (4 * (n_in * n_out + batch * (n_in + n_out)))
+
+
+if __name__ == "__main__":
+    for key, value in machine_limits().items():
+        print(f"{key:22s} {value:8.1f}")

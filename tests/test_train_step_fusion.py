@@ -1,0 +1,33 @@
+"""Sequential.train_step's shortcuts (fused activation derivative, no first-layer input
+gradient, gradients written instead of zeroed) change nothing: the step equals zero_grad,
+the layer-by-layer backward and the optimizer step."""
+
+import numpy as np
+
+import nnlib
+
+
+def net(rt):
+    return nnlib.Sequential([nnlib.Dense(7, 9, "tanh", seed=1, runtime=rt),
+                             nnlib.Dense(9, 5, "softmax", seed=2, runtime=rt),
+                             nnlib.Dense(5, 6, "relu", seed=3, runtime=rt),
+                             nnlib.Dense(6, 3, "none", seed=4, runtime=rt)], loss="mse")
+
+
+def test_train_step_equals_zero_grad_backward_step(rt, rng):
+    x = rng.standard_normal((4, 7)).astype(np.float32)
+    y = rng.standard_normal((4, 3)).astype(np.float32)
+    fast, plain = net(rt), net(rt)
+    assert fast._preactivation_chain() == [3, 2]  # stops at the softmax layer
+    # The first layer's parameters stay out of the optimizers: their gradients accumulate.
+    opt_fast = nnlib.optim.SGD(fast.parameters()[2:], lr=0.1)
+    opt_plain = nnlib.optim.SGD(plain.parameters()[2:], lr=0.1)
+    for _ in range(3):
+        fast.train_step(x, y, opt_fast)
+        opt_plain.zero_grad()
+        out = plain.forward(x).get()
+        plain.backward((2.0 / out.size) * (out - y))
+        opt_plain.step()
+        for p, q in zip(fast.parameters(), plain.parameters()):
+            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(p.grad.get(), q.grad.get(), rtol=1e-5, atol=1e-6)
