@@ -1,75 +1,123 @@
-// Optimizer update rules. Each update kernel handles one parameter tensor: one work-item per
-// element, except Adam-mini, which uses one work-group per block.
+// Optimizer update rules. Each work-item of the elementwise rules (SGD, Adam, Adan, the
+// finiteness check) handles VW consecutive elements of a tensor, or of all the optimizer's
+// tensors laid end to end in one buffer, as one vector; Adam-mini uses one work-group per
+// block of one tensor.
 //
-// Non-finite gradients: before a step, check_finite raises skip[1] if any gradient element is
-// NaN or infinite; every update kernel then returns without touching weights or state, and
-// skip_end adds the skipped step to skip[0] (read by the host only when asked).
+// Non-finite gradients: skip = [steps skipped before the last, the last step non-finite].
+// skip_begin folds the last step's flag into the count and clears it; check_finite raises the
+// flag if any gradient element is NaN or infinite; every update kernel then returns without
+// touching weights or state. The host reads skip[0] + skip[1] only when asked.
 // Host-side numbers: step_size = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t), computed in
 // float64 on the host as PyTorch does.
 
-// One work-item: clear this step's flag.
+// VW: the device's preferred float vector width (1, 2, 4, 8 or 16), set by the host. A CPU
+// runs a work-item's vector in one SIMD register; a GPU prefers 1 (its warps are the vectors).
+#ifndef VW
+#define VW 1
+#endif
+#if VW == 1
+typedef float floatv;
+#define VLOAD(p) (*(p))
+#define VSTORE(x, p) (*(p) = (x))
+#define ANY(c) (c)
+#else
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+typedef CAT(float, VW) floatv;
+#define VLOAD(p) CAT(vload, VW)(0, p)
+#define VSTORE(x, p) CAT(vstore, VW)(x, 0, p)
+#define ANY(c) any(c)
+#endif
+
+// Elements first .. first + VW - 1 of p; those at or past n read as 0 (the tail of a tensor
+// whose size is not a multiple of VW).
+floatv load_v(global const float *p, int first, int n)
+{
+    if (first + VW <= n)
+        return VLOAD(p + first);
+    float part[VW];
+    for (int k = 0; k < VW; ++k)
+        part[k] = first + k < n ? p[first + k] : 0.0f;
+    return VLOAD(part);
+}
+
+// Stores the lanes of x that fall before n at p[first ...].
+void store_v(floatv x, global float *p, int first, int n)
+{
+    if (first + VW <= n) {
+        VSTORE(x, p + first);
+        return;
+    }
+    float part[VW];
+    VSTORE(x, part);
+    for (int k = 0; first + k < n; ++k)
+        p[first + k] = part[k];
+}
+
+// One work-item, before a step: count the last step if it was skipped, clear the flag.
 kernel void skip_begin(global int *skip)
 {
+    skip[0] += skip[1];
     skip[1] = 0;
 }
 
-// One work-item per gradient element: flag the step if the element is NaN or infinite.
+// One work-item per VW gradient elements: flag the step if any is NaN or infinite (atomics
+// only on a bad element, so the scan runs at memory speed).
 kernel void check_finite(global const float *g, int n, global int *skip)
 {
-    int i = get_global_id(0);
-    if (i < n && !isfinite(g[i]))
+    int first = VW * get_global_id(0);
+    if (first < n && ANY(!isfinite(load_v(g, first, n))))
         atomic_or(&skip[1], 1);
-}
-
-// One work-item: count the step if it was skipped.
-kernel void skip_end(global int *skip)
-{
-    skip[0] += skip[1];
 }
 
 // SGD as torch.optim.SGD (dampening 0): g' = g + wd w; v = mu v + g';
 // w -= lr (g' + mu v) with Nesterov, else w -= lr v (without momentum, w -= lr g').
+// One work-item per VW elements: wi, grad, vel hold VW values and the arithmetic is written
+// as for one (a number times a vector scales every lane).
 kernel void sgd_update(global float *w, global const float *g, global float *v,
                        global const int *skip, int n, float lr, float momentum,
                        int nesterov, float weight_decay)
 {
-    int i = get_global_id(0);
-    if (i >= n || skip[1])
+    int first = VW * get_global_id(0);
+    if (first >= n || skip[1])
         return;
+    floatv wi = load_v(w, first, n), grad = load_v(g, first, n);
     // BEGIN SOLUTION
     // HINT: g' = g + weight_decay w; v = momentum v + g'; w -= lr v (Nesterov: lr (g' + momentum v))
-    float grad = g[i] + weight_decay * w[i];
-    float step = grad;
+    // HINT: load_v(v, first, n) reads this item's VW velocities, store_v(x, v, first, n) writes them
+    grad += weight_decay * wi;
+    floatv step = grad;
     if (momentum != 0.0f) {
-        float vel = momentum * v[i] + grad;
-        v[i] = vel;
+        floatv vel = momentum * load_v(v, first, n) + grad;
+        store_v(vel, v, first, n);
         step = nesterov ? grad + momentum * vel : vel;
     }
-    w[i] -= lr * step;
+    store_v(wi - lr * step, w, first, n);
     // END SOLUTION
 }
 
 // Adam / AdamW as torch.optim: with decoupled decay (AdamW) w *= 1 - lr wd first, else (Adam)
 // g' = g + wd w; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
 // w -= step_size m / (sqrt(v) / sqrt_bc2 + eps)   (eps outside the root, after correction).
+// One work-item per VW elements.
 kernel void adam_update(global float *w, global const float *g, global float *m,
                         global float *v, global const int *skip, int n, float lr,
                         float beta1, float beta2, float eps, float weight_decay, int decoupled,
                         float step_size, float sqrt_bc2)
 {
-    int i = get_global_id(0);
-    if (i >= n || skip[1])
+    int first = VW * get_global_id(0);
+    if (first >= n || skip[1])
         return;
-    float wi = w[i], grad = g[i];
+    floatv wi = load_v(w, first, n), grad = load_v(g, first, n);
     if (decoupled)
         wi *= 1.0f - lr * weight_decay;
     else
         grad += weight_decay * wi;
-    float mi = beta1 * m[i] + (1.0f - beta1) * grad;
-    float vi = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] = wi - step_size * mi / (sqrt(vi) / sqrt_bc2 + eps);
+    floatv mi = beta1 * load_v(m, first, n) + (1.0f - beta1) * grad;
+    floatv vi = beta2 * load_v(v, first, n) + (1.0f - beta2) * grad * grad;
+    store_v(mi, m, first, n);
+    store_v(vi, v, first, n);
+    store_v(wi - step_size * mi / (sqrt(vi) / sqrt_bc2 + eps), w, first, n);
 }
 
 // Adam-mini (official v1.1.1): one work-group per block of `block` consecutive elements.
@@ -112,32 +160,34 @@ kernel void adam_mini_update(global float *w, global const float *g, global floa
 
 // Adan (official sail-sg code; betas in the code's convention, e.g. 0.98, 0.92, 0.99):
 // diff = g - g_prev (0 on the first step, where g_prev = g; t is the host's step count,
-// skip[0] the steps skipped before); m = b1 m + (1-b1) g;
+// skip[0] the steps skipped before this one); m = b1 m + (1-b1) g;
 // d = b2 d + (1-b2) diff; u = g + b2 diff; n = b3 n + (1-b3) u^2;
 // denom = sqrt(n) / sqrt_bc3 + eps; step = step_size m / denom + step_size_d d / denom;
 // proximal decay: w = (w - step) / (1 + lr wd); no_prox: w = w (1 - lr wd) - step.
+// One work-item per VW elements.
 kernel void adan_update(global float *w, global const float *g, global float *m,
                         global float *d, global float *nu, global float *g_prev,
                         global const int *skip, int n, float lr, float beta1, float beta2,
                         float beta3, float eps, float weight_decay, int no_prox, int t,
                         float step_size, float step_size_d, float sqrt_bc3)
 {
-    int i = get_global_id(0);
-    if (i >= n || skip[1])
+    int first = VW * get_global_id(0);
+    if (first >= n || skip[1])
         return;
-    float grad = g[i];
-    int first = t - skip[0] == 1;  // the first step not skipped: g_prev = g
-    float diff = first ? 0.0f : grad - g_prev[i];
-    float mi = beta1 * m[i] + (1.0f - beta1) * grad;
-    float di = beta2 * d[i] + (1.0f - beta2) * diff;
-    float u = grad + beta2 * diff;
-    float ni = beta3 * nu[i] + (1.0f - beta3) * u * u;
-    m[i] = mi;
-    d[i] = di;
-    nu[i] = ni;
-    g_prev[i] = grad;
-    float denom = sqrt(ni) / sqrt_bc3 + eps;
-    float step = step_size * mi / denom + step_size_d * di / denom;
-    w[i] = no_prox ? w[i] * (1.0f - lr * weight_decay) - step
-                   : (w[i] - step) / (1.0f + lr * weight_decay);
+    floatv grad = load_v(g, first, n);
+    int first_step = t - skip[0] == 1;  // the first step not skipped: g_prev = g
+    floatv diff = first_step ? (floatv)0.0f : grad - load_v(g_prev, first, n);
+    floatv mi = beta1 * load_v(m, first, n) + (1.0f - beta1) * grad;
+    floatv di = beta2 * load_v(d, first, n) + (1.0f - beta2) * diff;
+    floatv u = grad + beta2 * diff;
+    floatv ni = beta3 * load_v(nu, first, n) + (1.0f - beta3) * u * u;
+    store_v(mi, m, first, n);
+    store_v(di, d, first, n);
+    store_v(ni, nu, first, n);
+    store_v(grad, g_prev, first, n);
+    floatv denom = sqrt(ni) / sqrt_bc3 + eps;
+    floatv step = step_size * mi / denom + step_size_d * di / denom;
+    floatv wi = load_v(w, first, n);
+    store_v(no_prox ? wi * (1.0f - lr * weight_decay) - step
+                    : (wi - step) / (1.0f + lr * weight_decay), w, first, n);
 }

@@ -393,7 +393,8 @@ def check_sgd_update(folder) -> Verdict:
     params = ("w", "g", "v", "skip", "n", "lr", "momentum", "nesterov", "weight_decay")
 
     def cases():
-        kernel = _kernel(folder, "optim", "sgd_update", params)
+        vw = get_runtime().vector_width  # built and launched as nnlib.optim does
+        kernel = _kernel(folder, "optim", "sgd_update", params, (f"-DVW={vw}",))
         rng = _rng()
         skip = _device(np.zeros(2, np.int32), np.int32)
         for n, momentum, nesterov, wd in ((1, 0.9, 0, 0.0), (37, 0.0, 0, 0.01),
@@ -403,7 +404,7 @@ def check_sgd_update(folder) -> Verdict:
             def run(w=w, g=g, v=v, momentum=momentum, nesterov=nesterov, wd=wd):
                 w_dev = _Output(w.shape, _guard(w.shape), initial=w)
                 v_dev = _Output(v.shape, _guard(v.shape), initial=v)
-                _launch(kernel, w.shape, w_dev.array.data, _device(g).data, v_dev.array.data,
+                _launch(kernel, (-(-w.size // vw),), w_dev.array.data, _device(g).data, v_dev.array.data,
                         skip.data, np.int32(w.size), np.float32(0.1), np.float32(momentum),
                         np.int32(nesterov), np.float32(wd))
                 return np.stack([w_dev.get("w"), v_dev.get("v")])

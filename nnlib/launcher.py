@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pyopencl as cl
 
-from .runtime import round_up
 
 
 class Launcher:
@@ -26,12 +25,14 @@ class Launcher:
         self._last = [None] * kernel.num_args
 
     def __call__(self, global_size, local_size, *args) -> cl.Event:
+        last = self._last
         for i, arg in enumerate(args):
-            key = arg.int_ptr if isinstance(arg, cl.MemoryObjectHolder) else (type(arg), arg)
-            if key != self._last[i]:
+            key = (arg.int_ptr if isinstance(arg, cl.MemoryObjectHolder)
+                   else (arg.__class__, arg))
+            if key != last[i]:
                 self.kernel.set_arg(i, arg)
-                self._last[i] = key
+                last[i] = key
         if local_size is not None:
-            global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
+            global_size = [-(-g // n) * n for g, n in zip(global_size, local_size)]
         return cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, global_size,
                                           local_size)

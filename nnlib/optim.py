@@ -1,12 +1,14 @@
 """Optimizers whose update rules run as kernels (kernels/optim.cl).
 
-Every optimizer takes a list of :class:`~nnlib.Parameter`, updates them with one kernel
-launch per tensor and never waits for the device. A step whose gradients hold NaN or
-infinity is *skipped* on the device: weights and state stay as they were, and the step is
-counted in ``skipped_steps`` (reading it waits for the device). The host's step counter,
-behind the bias corrections, still advances (the host does not wait to learn of the skip),
-so the steps after a skip use the corrections of one step later than PyTorch would.
-``Sequential.fit`` raises an error at the end of an epoch that skipped steps.
+Every optimizer takes a list of :class:`~nnlib.Parameter` and never waits for the device.
+Rules that treat every element alike (SGD, Adam, AdamW, Adan) lay the parameters end to end
+(:class:`~nnlib.parameter.FlatLayout`) and update all of them with one launch; Adam-mini
+launches per tensor. A step whose gradients hold NaN or infinity is *skipped* on the
+device: weights and state stay as they were, and the step is counted in ``skipped_steps``
+(reading it waits for the device). The host's step counter, behind the bias corrections,
+still advances (the host does not wait to learn of the skip), so the steps after a skip use
+the corrections of one step later than PyTorch would. ``Sequential.fit`` raises an error at
+the end of an epoch that skipped steps.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from .parameter import Parameter
+from .launcher import Launcher
+from .parameter import FlatLayout, Parameter
 
 
 def _check_range(name: str, value, low: float, high: float | None = None) -> float:
@@ -33,8 +36,20 @@ def _check_betas(betas, count: int) -> tuple:
     return tuple(_check_range(f"beta{i + 1}", b, 0.0, 1.0) for i, b in enumerate(betas))
 
 
+class State(list):
+    """One state array per parameter; ``flat`` is the array they are views of, if any."""
+
+    flat = None
+
+
 class Optimizer:
-    """Holds the parameters and the per-parameter state buffers of one update rule."""
+    """Holds the parameters and the per-parameter state buffers of one update rule.
+
+    Subclasses implement ``_update(i)``, which enqueues the update of parameter ``i`` or, with
+    ``i=None``, of the whole flat layout (``flat = True`` rules only), and returns its event.
+    """
+
+    flat = True  # the rule is the same for every element: update all tensors in one launch
 
     def __init__(self, params, lr: float):
         self.params = list(params)
@@ -45,50 +60,89 @@ class Optimizer:
                 raise TypeError(f"optimizer parameters must be nnlib.Parameter, got {type(p)}")
             if p.grad is None:
                 raise ValueError(f"parameter {p.name} has no gradient buffer")
+        if len({id(p) for p in self.params}) != len(self.params):
+            raise ValueError("a parameter appears more than once in the optimizer's list")
         self.lr = _check_range("learning rate", lr, 0.0)
         self.runtime = self.params[0].runtime
         self.steps = 0
         self.events: list = []  # the last step's update kernels, for profiling
         rt = self.runtime
-        self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped, this step non-finite]
-        self._skip_begin = rt.kernel("optim", "skip_begin")
-        self._check = rt.kernel("optim", "check_finite")
-        self._skip_end = rt.kernel("optim", "skip_end")
+        self._layout = FlatLayout(self.params) if self.flat else None
+        self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped before, last skipped]
+        self._vw = rt.vector_width  # elements per work-item of the elementwise kernels
+        self._options = (f"-DVW={self._vw}",)
+        self._skip_begin = Launcher(rt, rt.kernel("optim", "skip_begin", self._options))
+        self._launchers: dict = {}
+
+    def _launcher(self, name: str, i) -> Launcher:
+        """The launcher of kernel ``name`` for parameter ``i`` (None: the flat layout)."""
+        key = (name, i)
+        if key not in self._launchers:
+            kernel = self.runtime.kernel("optim", name, self._options)
+            self._launchers[key] = Launcher(self.runtime, kernel)
+        return self._launchers[key]
+
+    def _items(self, n: int) -> tuple:
+        """The global size of an elementwise kernel over ``n`` elements."""
+        return (-(-n // self._vw),)
+
+    @property
+    def fused(self) -> bool:
+        """Whether a step checks and updates every tensor with one launch each: the rule is
+        elementwise and the parameters still hold this optimizer's flat layout."""
+        return self._layout is not None and self._layout.intact()
+
+    def _targets(self) -> list:
+        """[None] when one launch covers every tensor, else the parameter indices."""
+        return [None] if self.fused else list(range(len(self.params)))
+
+    def _tensors(self, i) -> tuple:
+        """(size, value, grad, *state) of parameter ``i``, or of the flat layout (``None``);
+        a state list that is empty (a rule's unused buffer) gives None."""
+        state = [(s.flat if i is None else s[i]) if s else None
+                 for s in self._buffers().values()]
+        if i is None:
+            return (self._layout.size, self._layout.value, self._layout.grad, *state)
+        p = self.params[i]
+        return (p.size, p.value, p.grad, *state)
 
     def zero_grad(self) -> None:
+        if self.fused:
+            self._layout.grad.fill(0)
+            return
         for p in self.params:
             p.zero_grad()
 
     def step(self) -> None:
         """One update of every parameter (skipped on the device if a gradient is not finite)."""
-        rt = self.runtime
-        rt.launch(self._skip_begin, (1,), None, self._skip.data)
-        for p in self.params:
-            rt.launch(self._check, (p.size,), None, p.grad.data, np.int32(p.size),
-                      self._skip.data)
+        self._skip_begin((1,), None, self._skip.data)
+        targets = self._targets()
+        for i in targets:
+            n, _, grad, *_ = self._tensors(i)
+            self._launcher("check_finite", i)(self._items(n), None, grad.data, np.int32(n),
+                                              self._skip.data)
         self.steps += 1
-        self.events = [self._update(i, p) for i, p in enumerate(self.params)]
-        rt.launch(self._skip_end, (1,), None, self._skip.data)
+        self.events = [self._update(i) for i in targets]
 
-    def _update(self, i: int, p: Parameter) -> cl.Event:
-        """Enqueue the update of parameter ``i`` and return its event (for profiling)."""
+    def _update(self, i) -> cl.Event:
         raise NotImplementedError
 
     @property
     def skipped_steps(self) -> int:
         """Steps skipped so far because a gradient held NaN or infinity (waits for the device)."""
-        return int(self._skip.get()[0])
+        return int(self._skip.get().sum())
 
     def _bias_corrections(self, *betas) -> list:
         """1 - beta^t for the current step t, in float64 as PyTorch computes them."""
         return [1.0 - beta ** self.steps for beta in betas]
 
     def _buffers(self) -> dict:
-        """State arrays on the device, by name; each a list with one entry per parameter."""
+        """State arrays on the device, by name; each a :class:`State` (one per parameter)."""
         return {}
 
     def state_nbytes(self) -> int:
-        """Bytes of optimizer state allocated on the device (the update rule's buffers)."""
+        """Bytes of optimizer state on the device (the update rule's buffers, not counting the
+        alignment gaps of a flat layout)."""
         return sum(a.nbytes for arrays in self._buffers().values() for a in arrays)
 
     def state_dict(self) -> dict:
@@ -112,8 +166,13 @@ class Optimizer:
         self._skip.set(np.asarray(state["skipped"], dtype=np.int32))
         self.steps = int(state["steps"])
 
-    def _zeros_like_params(self) -> list:
-        return [self.runtime.zeros(p.shape) for p in self.params]
+    def _zeros_like_params(self) -> State:
+        if self._layout is None:
+            return State(self.runtime.zeros(p.shape) for p in self.params)
+        flat = self._layout.arena()
+        state = State(self._layout.views(flat))
+        state.flat = flat
+        return state
 
     def __repr__(self):
         return f"{type(self).__name__}(lr={self.lr}, {len(self.params)} tensors)"
@@ -131,18 +190,18 @@ class SGD(Optimizer):
         if nesterov and not momentum:
             raise ValueError("Nesterov momentum needs momentum > 0")
         self.nesterov = bool(nesterov)
-        self._kernel = self.runtime.kernel("optim", "sgd_update")
-        self.velocity = self._zeros_like_params() if momentum else []
+        self.velocity = self._zeros_like_params() if momentum else State()
 
     def _buffers(self) -> dict:
         return {"velocity": self.velocity}
 
-    def _update(self, i, p):
-        v = self.velocity[i] if self.velocity else p.grad  # not touched without momentum
-        return self.runtime.launch(
-            self._kernel, (p.size,), None, p.value.data, p.grad.data, v.data, self._skip.data,
-            np.int32(p.size), np.float32(self.lr), np.float32(self.momentum),
-            np.int32(self.nesterov), np.float32(self.weight_decay))
+    def _update(self, i):
+        n, w, g, v = self._tensors(i)
+        v = g if v is None else v  # not touched without momentum
+        return self._launcher("sgd_update", i)(
+            self._items(n), None, w.data, g.data, v.data, self._skip.data, np.int32(n),
+            np.float32(self.lr), np.float32(self.momentum), np.int32(self.nesterov),
+            np.float32(self.weight_decay))
 
 
 class Adam(Optimizer):
@@ -157,10 +216,9 @@ class Adam(Optimizer):
         self.beta1, self.beta2 = _check_betas(betas, 2)
         self.eps = _check_range("eps", eps, 0.0)
         self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
-        self._adam = self.runtime.kernel("optim", "adam_update")
         self.m, self.v = self._zeros_like_params(), self._second_moments()
 
-    def _second_moments(self) -> list:
+    def _second_moments(self) -> State:
         return self._zeros_like_params()
 
     def _buffers(self) -> dict:
@@ -170,15 +228,16 @@ class Adam(Optimizer):
         bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
         return np.float32(self.lr / bc1), np.float32(math.sqrt(bc2))
 
-    def _adam_launch(self, i, p, weight_decay: float, decoupled: bool):
-        return self.runtime.launch(
-            self._adam, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
-            self.v[i].data, self._skip.data, np.int32(p.size), np.float32(self.lr),
-            np.float32(self.beta1), np.float32(self.beta2), np.float32(self.eps),
-            np.float32(weight_decay), np.int32(decoupled), *self._corrections())
+    def _adam_launch(self, i, weight_decay: float, decoupled: bool):
+        n, w, g, m, v = self._tensors(i)
+        return self._launcher("adam_update", i)(
+            self._items(n), None, w.data, g.data, m.data, v.data, self._skip.data, np.int32(n),
+            np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
+            np.float32(self.eps), np.float32(weight_decay), np.int32(decoupled),
+            *self._corrections())
 
-    def _update(self, i, p):
-        return self._adam_launch(i, p, self.weight_decay, self.decoupled)
+    def _update(self, i):
+        return self._adam_launch(i, self.weight_decay, self.decoupled)
 
 
 class AdamW(Adam):
@@ -210,18 +269,19 @@ class AdamMini(Adam):
     """
 
     decoupled = True
+    flat = False  # blocks and weight decay differ from tensor to tensor
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, group_size: int | None = None):
         super().__init__(params, lr, betas, eps, weight_decay)
         rt = self.runtime
-        self._mini = rt.kernel("optim", "adam_mini_update")
-        limit = rt.work_group_size(self._mini)
+        mini = rt.kernel("optim", "adam_mini_update", self._options)
+        limit = rt.work_group_size(mini)
         if group_size is None:
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
             # there, and the strided loop covers any block. Measured on PoCL: 75 us per step
             # with 16, 620 us with 256.
-            multiple = self._mini.get_work_group_info(
+            multiple = mini.get_work_group_info(
                 cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
             group_size = 2 ** int(math.log2(min(2 * multiple, limit)))
         ok = isinstance(group_size, (int, np.integer)) and 1 <= group_size <= limit
@@ -237,16 +297,17 @@ class AdamMini(Adam):
         size = p.size if p.block_size is None else p.block_size
         return p.size // size, size
 
-    def _second_moments(self) -> list:
-        return [self.runtime.zeros((self.blocks(p)[0],)) for p in self.params]
+    def _second_moments(self) -> State:
+        return State(self.runtime.zeros((self.blocks(p)[0],)) for p in self.params)
 
-    def _update(self, i, p):
+    def _update(self, i):
+        p = self.params[i]
         count, size = self.blocks(p)
         wd = 0.0 if _no_decay(p) else self.weight_decay
         if size == 1:
-            return self._adam_launch(i, p, wd, decoupled=True)
-        return self.runtime.launch(
-            self._mini, (count * self.group_size,), (self.group_size,), p.value.data,
+            return self._adam_launch(i, wd, decoupled=True)
+        return self._launcher("adam_mini_update", i)(
+            (count * self.group_size,), (self.group_size,), p.value.data,
             p.grad.data, self.m[i].data, self.v[i].data, self._skip.data, np.int32(size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(wd), *self._corrections(),
@@ -268,18 +329,17 @@ class Adan(Optimizer):
         self.eps = _check_range("eps", eps, 0.0)
         self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
         self.no_prox = bool(no_prox)
-        self._kernel = self.runtime.kernel("optim", "adan_update")
         self.m, self.d, self.n, self.g_prev = (self._zeros_like_params() for _ in range(4))
 
     def _buffers(self) -> dict:
         return {"m": self.m, "d": self.d, "n": self.n, "g_prev": self.g_prev}
 
-    def _update(self, i, p):
+    def _update(self, i):
+        n, w, g, m, d, nu, g_prev = self._tensors(i)
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
-        return self.runtime.launch(
-            self._kernel, (p.size,), None, p.value.data, p.grad.data, self.m[i].data,
-            self.d[i].data, self.n[i].data, self.g_prev[i].data, self._skip.data,
-            np.int32(p.size), np.float32(self.lr), np.float32(self.beta1),
+        return self._launcher("adan_update", i)(
+            self._items(n), None, w.data, g.data, m.data, d.data, nu.data, g_prev.data, self._skip.data,
+            np.int32(n), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
             np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),
             np.float32(self.lr / bc1), np.float32(self.lr * self.beta2 / bc2),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
 
-from .runtime import Runtime, get_runtime
+from .runtime import Runtime, get_runtime, round_up
 
 
 class Parameter:
@@ -48,3 +50,53 @@ class Parameter:
 
     def __repr__(self):
         return f"Parameter({self.name}, shape={self.shape})"
+
+
+class FlatLayout:
+    """Several parameters laid end to end in one device buffer for values and one for
+    gradients, so that an optimizer checks and updates all of them with one launch each.
+
+    Each parameter's ``value`` and ``grad`` become sub-buffers of the two flat arrays (their
+    contents are copied); the gaps that align each start to the device's base-address
+    alignment hold zeros, which every update rule leaves at zero. ``arena()`` gives a zeroed
+    flat array of the same layout for optimizer state, ``views(arena)`` its per-parameter
+    arrays. If something later replaces a parameter's arrays (another optimizer flattening
+    the same parameters), ``intact()`` turns false and the optimizer goes back to one launch
+    per tensor.
+    """
+
+    def __init__(self, params):
+        self.params = list(params)
+        self.runtime = self.params[0].runtime
+        align = max(self.runtime.device.mem_base_addr_align // 32, 1)  # bits -> floats
+        self.offsets, end = [], 0
+        for p in self.params:
+            self.offsets.append(end)
+            end = round_up(end + p.size, align)
+        self.size = end
+        self.value, self.grad = self.arena(), self.arena()
+        values, grads = self.views(self.value), self.views(self.grad)
+        queue = self.runtime.queue
+        for p, value, grad in zip(self.params, values, grads):
+            cl.enqueue_copy(queue, value.data, p.value.data, byte_count=value.nbytes)
+            cl.enqueue_copy(queue, grad.data, p.grad.data, byte_count=grad.nbytes)
+            p.value, p.grad = value, grad
+        self._held = [(p, p.value, p.grad) for p in self.params]
+
+    def arena(self) -> cla.Array:
+        """A zeroed flat float32 array of this layout (a plain buffer: sub-buffers need one)."""
+        rt = self.runtime
+        out = cla.Array(rt.queue, (self.size,), np.float32,
+                        data=cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 4 * self.size))
+        out.fill(0)
+        return out
+
+    def views(self, arena: cla.Array) -> list:
+        """One array per parameter, of its shape, on a sub-buffer of ``arena``."""
+        return [cla.Array(self.runtime.queue, p.shape, np.float32,
+                          data=arena.data.get_sub_region(4 * offset, 4 * p.size))
+                for p, offset in zip(self.params, self.offsets)]
+
+    def intact(self) -> bool:
+        """Whether every parameter still holds this layout's value and gradient arrays."""
+        return all(p.value is value and p.grad is grad for p, value, grad in self._held)

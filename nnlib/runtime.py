@@ -8,6 +8,7 @@ a GPU, the CPU. The Oclgrind simulator is only used when asked for by name.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import warnings
@@ -288,6 +289,13 @@ class Runtime:
             self._kernels[key] = cl.Kernel(self.program(topic, options), name)
         return self._kernels[key]
 
+    @property
+    def vector_width(self) -> int:
+        """The device's preferred float vector width as a power of two from 1 to 16 (the VW
+        of elementwise kernels): 16 on PoCL with AVX-512, 1 on NVIDIA GPUs."""
+        width = self.device.preferred_vector_width_float
+        return 2 ** min(int(math.log2(width)), 4) if width >= 1 else 1
+
     def work_group_size(self, kernel: cl.Kernel) -> int:
         """The largest work-group this device runs ``kernel`` with."""
         return kernel.get_work_group_info(
@@ -301,7 +309,22 @@ class Runtime:
         return kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
 
     def empty(self, shape, dtype=np.float32) -> cla.Array:
-        return cla.empty(self.queue, shape, dtype, allocator=self.allocator)
+        """An uninitialised C-contiguous array from the memory pool.
+
+        Built with pyopencl's fast constructor (the one its own ``empty_like`` uses): the
+        checked one costs about 9 µs, a tenth of a batch-1 training step's host time.
+        """
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
+        if min(shape, default=0) < 0:
+            raise ValueError(f"negative dimensions are not allowed: {shape}")
+        dtype = np.dtype(dtype)
+        strides, stride = [], dtype.itemsize
+        for n in shape[::-1]:
+            strides.append(stride)
+            stride *= n or 1
+        return cla.Array(None, shape, dtype, allocator=self.allocator, strides=tuple(strides[::-1]),
+                         _fast=True, _size=math.prod(shape), _context=self.context,
+                         _queue=self.queue)
 
     def zeros(self, shape, dtype=np.float32) -> cla.Array:
         out = self.empty(shape, dtype)

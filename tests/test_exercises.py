@@ -148,7 +148,7 @@ WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must s
     ("check_cmulconj", "complex", "a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x",
      "a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x", "the conjugate is missing"),
     ("check_fft_radix2_stage", "fft", "w.y = -w.y;", ";", "conjugate the twiddle"),
-    ("check_sgd_update", "optim", "w[i] -= lr * step;", "w[i] += lr * step;",
+    ("check_sgd_update", "optim", "store_v(wi - lr * step,", "store_v(wi + lr * step,",
      "the step has the wrong sign"),
 ]
 

@@ -59,6 +59,42 @@ def test_elementwise_rules_match_reference(rt, rule):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("fused", [True, False])
+def test_many_tensors_match_reference(rt, rule, fused):
+    """Several tensors of odd sizes: in one flat launch, and one launch per tensor once a
+    second optimizer has taken the parameters into its own layout (values carried over)."""
+    make, reference, n_state = RULES[rule]
+    rng = np.random.default_rng(1)
+    shapes = [(37,), (3, 5), (1,), (2, rt.max_work_group_size + 3)]
+    params = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
+              for i, s in enumerate(shapes)]
+    ws = [p.numpy().astype(np.float64) for p in params]
+    opt = make(params)
+    assert opt.fused
+    if not fused:
+        make(params)
+        assert not opt.fused
+    states = [[np.zeros_like(w) for _ in range(n_state)] for w in ws]
+    for t in range(1, STEPS + 1):
+        for k, p in enumerate(params):
+            g = rng.standard_normal(p.shape).astype(np.float32)
+            p.grad.set(g)
+            ws[k], *states[k] = reference(ws[k], g.astype(np.float64), *states[k], t)
+        opt.step()
+    for p, w in zip(params, ws):
+        np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5)
+
+
+def test_zero_grad_clears_every_tensor(rt):
+    params = net(rt).parameters()
+    for opt in (optim.Adam(params), optim.AdamMini(params)):
+        for p in params:
+            p.grad.fill(3.0)
+        opt.zero_grad()
+        assert all(not p.grad.get().any() for p in params)
+
+
 def test_adam_mini_blocks_match_reference(rt):
     """Blocks of odd sizes, one block per tensor, and blocks wider than a work-group."""
     wide = rt.max_work_group_size + 4
@@ -279,6 +315,8 @@ def test_bad_hyper_parameters(rt):
         optim.Adam([])
     with pytest.raises(TypeError, match="nnlib.Parameter"):
         optim.Adam([np.zeros(3)])
+    with pytest.raises(ValueError, match="more than once"):
+        optim.Adam(params + params[:1])
     p = nnlib.Parameter(np.zeros(3), runtime=rt)
     p.grad = None
     with pytest.raises(ValueError, match="has no gradient"):
