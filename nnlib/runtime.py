@@ -332,7 +332,8 @@ class Runtime:
         return out
 
     def to_device(self, array, name: str = "input", shape=None, dtype=np.float32):
-        """A float32 device array from a numpy array (checked) or a device array (passed on).
+        """A float32 device array from a numpy array (checked, copied without waiting) or a
+        device array (passed on).
 
         Refuses non-numeric data, NaN/inf and a wrong number of dimensions or wrong
         sizes (``shape`` may hold ``None`` for a free axis), with a message naming ``name``.
@@ -355,7 +356,14 @@ class Runtime:
         host = np.ascontiguousarray(host, dtype=dtype)
         if not np.isfinite(host).all():
             raise ValueError(f"{name}: contains NaN or infinity")
-        return cla.to_device(self.queue, host, allocator=self.allocator)
+        if np.may_share_memory(host, array):
+            host = host.copy()  # the caller may change its array before the copy is done
+        # Copy without waiting: a blocking copy would also wait for every kernel queued
+        # before it. The array keeps the copy's event, which keeps ``host`` alive until done.
+        out = self.empty(host.shape, dtype)
+        if host.size:
+            out.add_event(cl.enqueue_copy(self.queue, out.data, host, is_blocking=False))
+        return out
 
 
 def check_shape(name: str, got: tuple, want) -> None:

@@ -107,3 +107,28 @@ def test_source_of_one_kernel_with_its_comment():
     assert text.count("kernel void") == 1
     with pytest.raises(KeyError, match="no kernel 'nope'"):
         nnlib.source("vector", "nope")
+
+
+def test_to_device_copies_without_waiting_and_keeps_its_own_data(rt, rng):
+    """The copy is queued behind running kernels, so it must not read the caller's array
+    later: changing the array right after the call leaves the device copy as it was."""
+    host = rng.standard_normal((3, 1000)).astype(np.float32)
+    want = host.copy()
+    rt.empty((1 << 23,)).fill(1.0)  # queued work for the copy to wait behind
+    dev = rt.to_device(host)
+    host[:] = 0
+    np.testing.assert_array_equal(dev.get(), want)
+    empty = rt.to_device(np.zeros((0, 4)))
+    assert empty.shape == (0, 4)
+
+
+def test_empty_matches_pyopencl_layout(rt):
+    """Runtime.empty uses pyopencl's fast constructor: same shape, strides and size."""
+    import pyopencl.array as cla
+    for shape, dtype in (((3,), np.float32), ((2, 5), np.int32), ((0, 4), np.float32),
+                         ((7, 1, 3), np.complex64), (5, np.float32)):
+        a, b = rt.empty(shape, dtype), cla.empty(rt.queue, shape, dtype)
+        assert (a.shape, a.strides, a.size, a.nbytes, a.dtype) == \
+            (b.shape, b.strides, b.size, b.nbytes, b.dtype)
+    with pytest.raises(ValueError, match="negative"):
+        rt.empty((2, -1))

@@ -134,9 +134,10 @@ class Dense(Layer):
         self.bias = Parameter(rng.uniform(-bound, bound, n_out), "bias", block_size=1,
                               runtime=self.runtime)
         self.kernels = DenseKernels(self.runtime, variant)
-        self._act_backward = self.runtime.kernel("activation", "activation_backward")
-        self._softmax = self.runtime.kernel("activation", "softmax_rows")
-        self._softmax_backward = self.runtime.kernel("activation", "softmax_backward_rows")
+        rt = self.runtime
+        self._act_backward = Launcher(rt, rt.kernel("activation", "activation_backward"))
+        self._softmax = Launcher(rt, rt.kernel("activation", "softmax_rows"))
+        self._softmax_backward = Launcher(rt, rt.kernel("activation", "softmax_backward_rows"))
         self._x = self._y = None
 
     @property
@@ -161,8 +162,7 @@ class Dense(Layer):
         y = self.runtime.empty((batch, self.n_out))
         self.kernels.forward(x, self.weight.value, self.bias.value, y, self.act)
         if self.act == ACTIVATIONS["softmax"]:
-            self.runtime.launch(self._softmax, (batch,), None, y.data, np.int32(batch),
-                                np.int32(self.n_out))
+            self._softmax((batch,), None, y.data, np.int32(batch), np.int32(self.n_out))
         self._x, self._y = x, y
         return y
 
@@ -177,11 +177,11 @@ class Dense(Layer):
         dz = self.runtime.empty(dy.shape)
         if self.act == ACTIVATIONS["softmax"]:
             rows, cols = dy.shape
-            self.runtime.launch(self._softmax_backward, (rows,), None, self._y.data, dy.data,
-                                dz.data, np.int32(rows), np.int32(cols))
+            self._softmax_backward((rows,), None, self._y.data, dy.data, dz.data,
+                                   np.int32(rows), np.int32(cols))
         else:
-            self.runtime.launch(self._act_backward, (dy.size,), None, self._y.data, dy.data,
-                                dz.data, np.int32(dy.size), np.int32(self.act))
+            self._act_backward((dy.size,), None, self._y.data, dy.data, dz.data,
+                               np.int32(dy.size), np.int32(self.act))
         return self.backward_preactivation(dz)
 
     def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
