@@ -11,7 +11,6 @@ Writes build/bench/launch.json.
 """
 
 import argparse
-import time
 
 import numpy as np
 

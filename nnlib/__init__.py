@@ -1,6 +1,6 @@
 """nnlib: a small neural-network library whose every operation is an OpenCL kernel."""
 
-from . import data, fft, optim, reference
+from . import catch, data, fft, optim, reference
 from .layers import ComplexConv1d, Conv1d, Dense, Layer
 from .network import Sequential
 from .parameter import Parameter
@@ -17,7 +17,7 @@ from .runtime import (
 
 __all__ = [
     "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError", "KernelBuildError", "Layer",
-    "NoPlatformError", "Parameter", "Runtime", "Sequential", "data", "devices", "fft",
+    "NoPlatformError", "Parameter", "Runtime", "Sequential", "catch", "data", "devices", "fft",
     "get_runtime", "optim", "reference", "source", "use_device",
 ]
 __version__ = "0.1.0"

@@ -404,9 +404,9 @@ def check_sgd_update(folder) -> Verdict:
             def run(w=w, g=g, v=v, momentum=momentum, nesterov=nesterov, wd=wd):
                 w_dev = _Output(w.shape, _guard(w.shape), initial=w)
                 v_dev = _Output(v.shape, _guard(v.shape), initial=v)
-                _launch(kernel, (-(-w.size // vw),), w_dev.array.data, _device(g).data, v_dev.array.data,
-                        skip.data, np.int32(w.size), np.float32(0.1), np.float32(momentum),
-                        np.int32(nesterov), np.float32(wd))
+                _launch(kernel, (-(-w.size // vw),), w_dev.array.data, _device(g).data,
+                        v_dev.array.data, skip.data, np.int32(w.size), np.float32(0.1),
+                        np.float32(momentum), np.int32(nesterov), np.float32(wd))
                 return np.stack([w_dev.get("w"), v_dev.get("v")])
             w_new, v_new = ref.sgd_step(w, g, v, 0.1, momentum, bool(nesterov), wd)
             mistakes = {"the step has the wrong sign: w -= lr * step":

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
-
 import numpy as np
 
 from .activations import ACTIVATIONS
+from .checkpoint import read_meta, save_npz
 from .layers.base import Layer
 from .launcher import Launcher
 from .layers.dense import Dense
@@ -212,33 +208,17 @@ class Sequential:
     def save(self, path) -> None:
         """Write an ``.npz`` checkpoint (no pickle) atomically: a temporary file is
         written, flushed and renamed, so a crash never leaves a half-written file."""
-        path = Path(path)
         arrays = {f"{i}.{p.name}": p.numpy()
                   for i, layer in enumerate(self.layers) for p in layer.parameters()}
         meta = {"format": FORMAT, "loss": self.loss,
                 "layers": [{"class": type(layer).__name__, "config": layer.config()}
                            for layer in self.layers]}
-        arrays["__meta__"] = np.array(json.dumps(meta))
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.",
-                                   suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        save_npz(path, arrays, meta)
 
     @classmethod
     def load(cls, path, runtime=None) -> "Sequential":
         with np.load(path, allow_pickle=False) as data:
-            if "__meta__" not in data:
-                raise ValueError(f"{path} is not an nnlib checkpoint")
-            meta = json.loads(str(data["__meta__"]))
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"{path}: unknown checkpoint format {meta.get('format')!r}")
+            meta = read_meta(data, path, FORMAT)
             layers = []
             for i, spec in enumerate(meta["layers"]):
                 layer_cls = Layer.registry.get(spec["class"])

@@ -338,8 +338,8 @@ class Adan(Optimizer):
         n, w, g, m, d, nu, g_prev = self._tensors(i)
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
         return self._launcher("adan_update", i)(
-            self._items(n), None, w.data, g.data, m.data, d.data, nu.data, g_prev.data, self._skip.data,
-            np.int32(n), np.float32(self.lr), np.float32(self.beta1),
+            self._items(n), None, w.data, g.data, m.data, d.data, nu.data, g_prev.data,
+            self._skip.data, np.int32(n), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
             np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),
             np.float32(self.lr / bc1), np.float32(self.lr * self.beta2 / bc2),

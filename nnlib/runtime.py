@@ -159,19 +159,19 @@ def _matches(obj, key: str, index: int) -> bool:
     return key == str(index) or key.lower() in obj.name.lower()
 
 
-_PROBE = "kernel void probe(global float *a) { a[get_global_id(0)] += 1.0f; }"
 _usable_cache: dict = {}
 
 
 def can_compile(device: cl.Device) -> bool:
-    """Whether ``device`` builds a trivial kernel. PoCL 3.0 from PyPI (LLVM 14) fails on
-    CPUs newer than LLVM 14 knows ("unknown target CPU 'generic'"), e.g. AMD Zen 5."""
+    """Whether ``device`` builds the smallest kernel file (``vector.cl``). PoCL 3.0 from PyPI
+    (LLVM 14) fails on CPUs newer than LLVM 14 knows ("unknown target CPU 'generic'"), e.g.
+    AMD Zen 5."""
     key = (device.platform.name, device.platform.version, device.name)
     if key not in _usable_cache:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                cl.Program(cl.Context([device]), _PROBE).build()
+                cl.Program(cl.Context([device]), program_source("vector")).build()
             _usable_cache[key] = True
         except cl.Error:
             _usable_cache[key] = False
@@ -305,7 +305,7 @@ class Runtime:
     def launch(self, kernel, global_size, local_size, *args, wait_for=None) -> cl.Event:
         """Enqueue ``kernel``; a global size is padded up to a multiple of the local size."""
         if local_size is not None:
-            global_size = tuple(round_up(g, l) for g, l in zip(global_size, local_size))
+            global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
         return kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
 
     def empty(self, shape, dtype=np.float32) -> cla.Array:

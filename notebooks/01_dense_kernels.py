@@ -130,7 +130,10 @@ print(nnlib.source("loss"))
 # accumulated), and an optimizer applies the update; the simplest is SGD with momentum,
 # $v \leftarrow \mu v + g,\ w \leftarrow w - \eta v$ (`kernels/optim.cl`; notebook 04 adds
 # Nesterov momentum, Adam, Adam-mini and Adan, and explains the `skip` flag that protects the
-# weights from a NaN gradient):
+# weights from a NaN gradient). Each work-item updates `VW` consecutive weights held in one
+# vector (`floatv`, `VW` = the device's preferred vector width, 16 on a CPU with AVX-512, 1 on
+# a GPU); the arithmetic reads as for a single weight, and `load_v`/`store_v` deal with the
+# last, partial vector. Notebook 03 explains why the vectors are written out by hand:
 
 # %%
 print(nnlib.source("optim", "sgd_update"))

@@ -63,3 +63,13 @@ def test_launch_benchmark_runs_and_writes_json():
     rows = launch.main(["--count", "3", "--repeat", "1", "--sizes", "64"])
     assert len(rows) == 8 and all(r["us"] > 0 for r in rows)
     assert saved("launch")["rows"] == rows
+
+
+@pytest.mark.slow
+def test_catch_benchmark_runs_and_writes_json():
+    from benchmarks import catch
+    rows = catch.main(["--seeds", "0", "--quick"])
+    assert {r["dataset"] for r in rows} >= {"shapelet", "eurusd"}
+    assert {r["method"] for r in rows} >= {"CATCH", "PCA", "IsolationForest"}
+    assert all(0 <= r["auc_roc"] <= 1 for r in rows)
+    assert saved("catch")["rows"] == rows

@@ -7,3 +7,5 @@ from .dense import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .optim import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
+from .catch import *  # noqa: F401,F403

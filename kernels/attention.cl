@@ -1,0 +1,259 @@
+// Channel-masked multi-head attention (CATCH's Channel Fusion Module) and its clustering loss.
+// Every group g (one sample x one frequency band) holds n tokens (the channels). Layouts:
+//   qkv   (groups, n, 3 * heads * dh): per token [q heads | k heads | v heads], head h at h * dh;
+//   mask  (groups, n, n), one mask shared by every head (1 keeps a pair, 0 masks it);
+//   out   (groups, n, heads * dh);  probs (groups, heads, n, n);  lse (groups, heads, n).
+// Logits z_ij = scale * s_ij with s_ij = q_i . k_j and scale = 1 / sqrt(dh), then
+//   finite mask (CATCH's code):  z_ij = scale * (m_ij s_ij + (1 - m_ij) fill), A = softmax_j z;
+//   hard mask (the paper's -inf): A_ij = m_ij exp(z_ij) / sum_u m_iu exp(z_iu).
+// Both are smooth in m (the mask gradient is a true derivative) and equal the official
+// forward pass for a 0/1 mask. Softmax subtracts the row's maximum; lse = log sum kept.
+// No atomics: each work-item owns the rows it writes.
+
+#define QKV(g, t, part) (qkv + ((size_t)(g) * n + (t)) * 3 * inner + (part) * inner)
+#define DQKV(g, t, part) (dqkv + ((size_t)(g) * n + (t)) * 3 * inner + (part) * inner)
+#define ROW(buf, g, h, i) (buf + (((size_t)(g) * heads + (h)) * n + (i)) * n)
+
+inline float dot_dh(global const float *a, global const float *b, int dh)
+{
+    float s = 0.0f;
+    for (int d = 0; d < dh; ++d)
+        s += a[d] * b[d];
+    return s;
+}
+
+inline float masked_logit(float s, float m, float scale, float fill, int hard)
+{
+    return hard ? scale * s : scale * (m * s + (1.0f - m) * fill);
+}
+
+// One work-item per (query i, head h, group g): the row of probabilities and the output.
+kernel void masked_attention_forward(global const float *qkv, global const float *mask,
+                                     global float *out, global float *probs,
+                                     global float *lse, int groups, int n, int heads, int dh,
+                                     float fill, int hard)
+{
+    int i = get_global_id(0), h = get_global_id(1), g = get_global_id(2);
+    if (i >= n || h >= heads || g >= groups)
+        return;
+    int inner = heads * dh;
+    float scale = rsqrt((float)dh);
+    global const float *q = QKV(g, i, 0) + h * dh;
+    global const float *m = mask + ((size_t)g * n + i) * n;
+    global float *a = ROW(probs, g, h, i);
+    float top = -INFINITY;
+    for (int j = 0; j < n; ++j) {
+        a[j] = masked_logit(dot_dh(q, QKV(g, j, 1) + h * dh, dh), m[j], scale, fill, hard);
+        if (!hard || m[j] > 0.0f)
+            top = fmax(top, a[j]);
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        a[j] = (hard ? m[j] : 1.0f) * exp(a[j] - top);
+        sum += a[j];
+    }
+    for (int j = 0; j < n; ++j)
+        a[j] /= sum;
+    lse[((size_t)g * heads + h) * n + i] = top + log(sum);
+    global float *o = out + ((size_t)g * n + i) * inner + h * dh;
+    for (int d = 0; d < dh; ++d) {
+        float s = 0.0f;
+        for (int j = 0; j < n; ++j)
+            s += a[j] * QKV(g, j, 2)[h * dh + d];
+        o[d] = s;
+    }
+}
+
+// One work-item per (query i, group g), looping over heads. With G the output gradient:
+//   dA_ij = G_i . v_j,  dz_ij = A_ij (dA_ij - sum_u A_iu dA_iu)  (softmax Jacobian);
+//   finite: ds_ij = scale m_ij dz_ij,  dm_ij += scale dz_ij (s_ij - fill);
+//   hard:   ds_ij = scale dz_ij,       dm_ij += exp(z_ij - lse_i) (dA_ij - sum_u A_iu dA_iu);
+//   dq_i = sum_j ds_ij k_j (written), ds kept in dscores for the key kernel.
+// dm (this row of dmask, summed over heads) is added to the stored row when accumulate != 0.
+kernel void masked_attention_backward_query(global const float *qkv, global const float *mask,
+                                            global const float *probs,
+                                            global const float *lse, global const float *dout,
+                                            global float *dqkv, global float *dscores,
+                                            global float *dmask, int groups, int n, int heads,
+                                            int dh, float fill, int hard, int accumulate)
+{
+    int i = get_global_id(0), g = get_global_id(1);
+    if (i >= n || g >= groups)
+        return;
+    int inner = heads * dh;
+    float scale = rsqrt((float)dh);
+    global const float *m = mask + ((size_t)g * n + i) * n;
+    global float *dm = dmask + ((size_t)g * n + i) * n;
+    if (!accumulate)
+        for (int j = 0; j < n; ++j)
+            dm[j] = 0.0f;
+    for (int h = 0; h < heads; ++h) {
+        global const float *q = QKV(g, i, 0) + h * dh;
+        global const float *go = dout + ((size_t)g * n + i) * inner + h * dh;
+        global const float *a = ROW(probs, g, h, i);
+        global float *ds = ROW(dscores, g, h, i);
+        float row_lse = lse[((size_t)g * heads + h) * n + i];
+        float rowdot = 0.0f;
+        for (int j = 0; j < n; ++j) {
+            ds[j] = dot_dh(go, QKV(g, j, 2) + h * dh, dh);  // dA_ij, replaced below
+            rowdot += a[j] * ds[j];
+        }
+        for (int j = 0; j < n; ++j) {
+            float s = dot_dh(q, QKV(g, j, 1) + h * dh, dh);
+            float centred = ds[j] - rowdot;
+            float dz = a[j] * centred;
+            if (hard) {
+                dm[j] += exp(scale * s - row_lse) * centred;
+                ds[j] = scale * dz;
+            } else {
+                dm[j] += scale * dz * (s - fill);
+                ds[j] = scale * m[j] * dz;
+            }
+        }
+        global float *dq = DQKV(g, i, 0) + h * dh;
+        for (int d = 0; d < dh; ++d) {
+            float s = 0.0f;
+            for (int j = 0; j < n; ++j)
+                s += ds[j] * QKV(g, j, 1)[h * dh + d];
+            dq[d] = s;
+        }
+    }
+}
+
+// One work-item per (key j, head h, group g): dk_j = sum_i ds_ij q_i, dv_j = sum_i A_ij G_i
+// (both written).
+kernel void masked_attention_backward_keys(global const float *qkv, global const float *probs,
+                                           global const float *dout,
+                                           global const float *dscores, global float *dqkv,
+                                           int groups, int n, int heads, int dh)
+{
+    int j = get_global_id(0), h = get_global_id(1), g = get_global_id(2);
+    if (j >= n || h >= heads || g >= groups)
+        return;
+    int inner = heads * dh;
+    global float *dk = DQKV(g, j, 1) + h * dh;
+    global float *dv = DQKV(g, j, 2) + h * dh;
+    for (int d = 0; d < dh; ++d) {
+        float sk = 0.0f, sv = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            sk += ROW(dscores, g, h, i)[j] * QKV(g, i, 0)[h * dh + d];
+            sv += ROW(probs, g, h, i)[j] * dout[((size_t)g * n + i) * inner + h * dh + d];
+        }
+        dk[d] = sk;
+        dv[d] = sv;
+    }
+}
+
+// ---------------------------------------------------------------- clustering loss
+// CATCH's channel-correlation ("dynamical contrastive") loss of one layer, per group:
+//   c_ij = mean_h cos(q_hi, k_hj)   (unmasked; norms clamped at 1e-12),
+//   row_i = (1/n) [log sum_j e_ij - log sum_j m_ij e_ij] + reg sum_{j != i} m_ij / (n (n-1)),
+// with e_ij = exp((c_ij - max_j c_ij) / tau). The loss is sum_{g,i} row_gi / groups; the
+// regular part is 0 when n == 1 (the official code divides by zero there). For a 0/1 mask
+// with unit diagonal sum_{j != i} m_ij / (n (n-1)) summed over i is ||I - M||_1 / (n (n-1)).
+
+inline float norm_dh(global const float *a, int dh)
+{
+    return fmax(sqrt(dot_dh(a, a, dh)), 1e-12f);
+}
+
+// da += w (b / |b| - cos(a, b) a / |a|) / |a|: w times the gradient of cos(a, b) in a.
+inline void add_cos_grad(global float *da, global const float *a, global const float *b,
+                         float w, int dh)
+{
+    float na = norm_dh(a, dh), nb = norm_dh(b, dh);
+    float c = dot_dh(a, b, dh) / (na * nb);
+    for (int d = 0; d < dh; ++d)
+        da[d] += w / na * (b[d] / nb - c * a[d] / na);
+}
+
+// c_ij for one pair, averaged over heads.
+inline float head_cosine(global const float *qkv, int g, int i, int j, int n, int heads,
+                         int dh)
+{
+    int inner = heads * dh;
+    float c = 0.0f;
+    for (int h = 0; h < heads; ++h) {
+        global const float *q = QKV(g, i, 0) + h * dh, *k = QKV(g, j, 1) + h * dh;
+        c += dot_dh(q, k, dh) / (norm_dh(q, dh) * norm_dh(k, dh));
+    }
+    return c / heads;
+}
+
+// One work-item per (row i, group g): c_ij into cos (groups, n, n) and row_gi into rows.
+kernel void channel_dc_forward(global const float *qkv, global const float *mask,
+                               global float *cos_out, global float *rows, int groups, int n,
+                               int heads, int dh, float tau, float reg)
+{
+    int i = get_global_id(0), g = get_global_id(1);
+    if (i >= n || g >= groups)
+        return;
+    global const float *m = mask + ((size_t)g * n + i) * n;
+    global float *c = cos_out + ((size_t)g * n + i) * n;
+    float top = -INFINITY;
+    for (int j = 0; j < n; ++j) {
+        c[j] = head_cosine(qkv, g, i, j, n, heads, dh);
+        top = fmax(top, c[j]);
+    }
+    float all = 0.0f, pos = 0.0f, off = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        float e = exp((c[j] - top) / tau);
+        all += e;
+        pos += m[j] * e;
+        off += j == i ? 0.0f : m[j];
+    }
+    float regular = n > 1 ? reg * off / (n * (n - 1.0f)) : 0.0f;
+    rows[(size_t)g * n + i] = (log(all) - log(pos)) / n + regular;
+}
+
+// One work-item per (row i, group g), for weight w = dL/d row:
+//   dc_ij = w / (n tau) (P_ij - Q_ij), P = softmax_j, Q = the masked softmax (into dcos);
+//   dm_ij += w (-e_ij / (n sum_u m_iu e_iu) + [j != i] reg / (n (n-1)));
+//   dq_hi += sum_j dc_ij / heads * (k^_hj - cos_hij q^_hi) / |q_hi|   (x^ = x / |x|).
+kernel void channel_dc_backward_query(global const float *qkv, global const float *mask,
+                                      global const float *cos_in, global float *dcos,
+                                      global float *dqkv, global float *dmask, int groups,
+                                      int n, int heads, int dh, float tau, float reg, float w)
+{
+    int i = get_global_id(0), g = get_global_id(1);
+    if (i >= n || g >= groups)
+        return;
+    int inner = heads * dh;
+    global const float *m = mask + ((size_t)g * n + i) * n;
+    global const float *c = cos_in + ((size_t)g * n + i) * n;
+    global float *dc = dcos + ((size_t)g * n + i) * n;
+    global float *dm = dmask + ((size_t)g * n + i) * n;
+    float top = -INFINITY;
+    for (int j = 0; j < n; ++j)
+        top = fmax(top, c[j]);
+    float all = 0.0f, pos = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        float e = exp((c[j] - top) / tau);
+        all += e;
+        pos += m[j] * e;
+    }
+    float off = n > 1 ? reg / (n * (n - 1.0f)) : 0.0f;
+    for (int j = 0; j < n; ++j) {
+        float e = exp((c[j] - top) / tau);
+        dc[j] = w / (n * tau) * (e / all - m[j] * e / pos);
+        dm[j] += w * (-e / (n * pos) + (j == i ? 0.0f : off));
+    }
+    for (int h = 0; h < heads; ++h)
+        for (int j = 0; j < n; ++j)
+            add_cos_grad(DQKV(g, i, 0) + h * dh, QKV(g, i, 0) + h * dh, QKV(g, j, 1) + h * dh,
+                         dc[j] / heads, dh);
+}
+
+// One work-item per (key j, group g): dk_hj += sum_i dc_ij / heads (q^_hi - cos_hij k^_hj) / |k_hj|.
+kernel void channel_dc_backward_keys(global const float *qkv, global const float *dcos,
+                                     global float *dqkv, int groups, int n, int heads, int dh)
+{
+    int j = get_global_id(0), g = get_global_id(1);
+    if (j >= n || g >= groups)
+        return;
+    int inner = heads * dh;
+    for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < n; ++i)
+            add_cos_grad(DQKV(g, j, 1) + h * dh, QKV(g, j, 1) + h * dh, QKV(g, i, 0) + h * dh,
+                         dcos[((size_t)g * n + i) * n + j] / heads, dh);
+}

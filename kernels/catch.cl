@@ -1,0 +1,272 @@
+// The CATCH detector's own kernels (the attention core is in attention.cl). Series are laid
+// out (batch, channels, time): a "row" is one channel of one window. Every work-item writes
+// only its own outputs; sums over a batch run in one work-item, in a fixed order.
+
+// The mean and the biased variance of n values, in two passes (no cancellation).
+inline float2 mean_var(global const float *x, int n)
+{
+    float m = 0.0f, v = 0.0f;
+    for (int i = 0; i < n; ++i)
+        m += x[i];
+    m /= n;
+    for (int i = 0; i < n; ++i)
+        v += (x[i] - m) * (x[i] - m);
+    return (float2)(m, v / n);
+}
+
+// ---------------------------------------------------------------- RevIN
+// One work-item per row of (rows, t): mean and std = sqrt(var + 1e-5) over time (biased var),
+// out = (x - mean) / std. The statistics are constants for the gradient (as in CATCH).
+kernel void revin_norm(global const float *x, global float *out, global float *mean,
+                       global float *std, int rows, int t)
+{
+    int r = get_global_id(0);
+    if (r >= rows)
+        return;
+    global const float *xr = x + (size_t)r * t;
+    float2 mv = mean_var(xr, t);
+    float m = mv.x, s = sqrt(mv.y + 1e-5f);
+    for (int i = 0; i < t; ++i)
+        out[(size_t)r * t + i] = (xr[i] - m) / s;
+    mean[r] = m;
+    std[r] = s;
+}
+
+// One work-item per element (i, row): out = y * std + shift * mean. The backward pass of
+// denormalising is the same kernel with shift = 0 (dy = dout * std).
+kernel void revin_denorm(global const float *y, global const float *mean,
+                         global const float *std, global float *out, int rows, int t,
+                         int shift)
+{
+    int i = get_global_id(0), r = get_global_id(1);
+    if (i >= t || r >= rows)
+        return;
+    size_t at = (size_t)r * t + i;
+    out[at] = y[at] * std[r] + (shift ? mean[r] : 0.0f);
+}
+
+// ---------------------------------------------------------------- frequency patches
+// One work-item per output (k, channel c, patch-row b * patches + l): the spectrum
+// (batch, channels, t) cut into patches of size p with stride s, as CATCH's block layout
+// out[b, l, c, :] = [Re X[l s .. l s + p) | Im X[l s .. l s + p)].
+kernel void freq_patches(global const float2 *spec, global float *out, int batch,
+                         int channels, int t, int p, int s, int patches)
+{
+    int k = get_global_id(0), c = get_global_id(1), bl = get_global_id(2);
+    if (k >= 2 * p || c >= channels || bl >= batch * patches)
+        return;
+    int b = bl / patches, l = bl % patches;
+    float2 v = spec[((size_t)b * channels + c) * t + l * s + k % p];
+    out[((size_t)bl * channels + c) * 2 * p + k] = k < p ? v.x : v.y;
+}
+
+// One work-item per output element (d, j * n1 + i, a): out[a, j, i, d] = x[a, i, j, d], the
+// swap of axes 1 and 2 of (n0, n1, n2, n3). Its adjoint is the same swap with n1, n2 exchanged.
+kernel void swap_axes12(global const float *x, global float *out, int n0, int n1, int n2,
+                        int n3)
+{
+    int d = get_global_id(0), ji = get_global_id(1), a = get_global_id(2);
+    if (d >= n3 || ji >= n1 * n2 || a >= n0)
+        return;
+    int j = ji / n1, i = ji % n1;
+    out[(((size_t)a * n2 + j) * n1 + i) * n3 + d] = x[(((size_t)a * n1 + i) * n2 + j) * n3 + d];
+}
+
+// ---------------------------------------------------------------- mask generator
+// One work-item per entry (d, c, g) of the channel masks (groups, n, n):
+//   a = sum_k w[d, k] z[g, c, k] (the patch of channel c), prob = sigmoid(a);
+//   Gumbel straight-through: u = sharpen * a + noise (noise = the difference of two Gumbel
+//   draws, i.e. logistic; sharpen = 2 for the code's logits +-logit(p), 1 for a true
+//   Bernoulli(p); noise = 0 thresholds prob at 0.5), mask = [u >= 0],
+//   slope = d soft / d a = sharpen * y (1 - y) with y = sigmoid(u). The diagonal is 1
+//   with slope 0.
+kernel void mask_sample(global const float *z, global const float *w,
+                        global const float *noise, global float *mask, global float *prob,
+                        global float *slope, int groups, int n, int width, float sharpen)
+{
+    int d = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
+    if (d >= n || c >= n || g >= groups)
+        return;
+    global const float *zr = z + ((size_t)g * n + c) * width;
+    float a = 0.0f;
+    for (int k = 0; k < width; ++k)
+        a += w[(size_t)d * width + k] * zr[k];
+    size_t at = ((size_t)g * n + c) * n + d;
+    float u = sharpen * a + noise[at];
+    float y = 1.0f / (1.0f + exp(-u));
+    prob[at] = 1.0f / (1.0f + exp(-a));
+    mask[at] = c == d || u >= 0.0f ? 1.0f : 0.0f;
+    slope[at] = c == d ? 0.0f : sharpen * y * (1.0f - y);
+}
+
+// One work-item per weight (k, d): dw[d, k] += sum_{g, c} dmask[g, c, d] slope[g, c, d] z[g, c, k].
+kernel void mask_weight_grad(global const float *z, global const float *slope,
+                             global const float *dmask, global float *dw, int groups, int n,
+                             int width)
+{
+    int k = get_global_id(0), d = get_global_id(1);
+    if (k >= width || d >= n)
+        return;
+    float sum = 0.0f;
+    for (int gc = 0; gc < groups * n; ++gc) {
+        size_t at = (size_t)gc * n + d;
+        sum += dmask[at] * slope[at] * z[(size_t)gc * width + k];
+    }
+    dw[(size_t)d * width + k] += sum;
+}
+
+// ---------------------------------------------------------------- layer norm, GELU
+// One work-item per row of (rows, c): xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + 1e-5),
+// y = gamma * xhat + beta.
+kernel void layer_norm_forward(global const float *x, global const float *gamma,
+                               global const float *beta, global float *y, global float *xhat,
+                               global float *rstd, int rows, int c)
+{
+    int r = get_global_id(0);
+    if (r >= rows)
+        return;
+    global const float *xr = x + (size_t)r * c;
+    float2 mv = mean_var(xr, c);
+    float m = mv.x, rs = rsqrt(mv.y + 1e-5f);
+    for (int i = 0; i < c; ++i) {
+        float h = (xr[i] - m) * rs;
+        xhat[(size_t)r * c + i] = h;
+        y[(size_t)r * c + i] = gamma[i] * h + beta[i];
+    }
+    rstd[r] = rs;
+}
+
+// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)).
+kernel void layer_norm_backward_input(global const float *dy, global const float *gamma,
+                                      global const float *xhat, global const float *rstd,
+                                      global float *dx, int rows, int c)
+{
+    int r = get_global_id(0);
+    if (r >= rows)
+        return;
+    size_t o = (size_t)r * c;
+    float m1 = 0.0f, m2 = 0.0f;
+    for (int i = 0; i < c; ++i) {
+        float gy = dy[o + i] * gamma[i];
+        m1 += gy;
+        m2 += gy * xhat[o + i];
+    }
+    m1 /= c;
+    m2 /= c;
+    for (int i = 0; i < c; ++i)
+        dx[o + i] = rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
+}
+
+// One work-item per feature i: dgamma[i] += sum_r dy xhat, dbeta[i] += sum_r dy.
+kernel void layer_norm_backward_params(global const float *dy, global const float *xhat,
+                                       global float *dgamma, global float *dbeta, int rows,
+                                       int c)
+{
+    int i = get_global_id(0);
+    if (i >= c)
+        return;
+    float sg = 0.0f, sb = 0.0f;
+    for (int r = 0; r < rows; ++r) {
+        sg += dy[(size_t)r * c + i] * xhat[(size_t)r * c + i];
+        sb += dy[(size_t)r * c + i];
+    }
+    dgamma[i] += sg;
+    dbeta[i] += sb;
+}
+
+// One work-item per element: the exact GELU x Phi(x) = x (1 + erf(x / sqrt 2)) / 2.
+kernel void gelu_forward(global const float *x, global float *y, int count)
+{
+    int i = get_global_id(0);
+    if (i < count)
+        y[i] = 0.5f * x[i] * (1.0f + erf(x[i] * M_SQRT1_2_F));
+}
+
+// One work-item per element: dx = dy (Phi(x) + x phi(x)).
+kernel void gelu_backward(global const float *x, global const float *dy, global float *dx,
+                          int count)
+{
+    int i = get_global_id(0);
+    if (i >= count)
+        return;
+    float v = x[i];
+    float pdf = exp(-0.5f * v * v) * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
+    dx[i] = dy[i] * (0.5f * (1.0f + erf(v * M_SQRT1_2_F)) + v * pdf);
+}
+
+// ---------------------------------------------------------------- reconstruction
+// One work-item per element (i, row) of out (rows, na + nb): out = [a | b] per row; with
+// split != 0 the adjoint: a and b are cut out of out.
+kernel void join_rows(global float *a, global float *b, global float *out, int rows, int na,
+                      int nb, int split)
+{
+    int i = get_global_id(0), r = get_global_id(1);
+    if (i >= na + nb || r >= rows)
+        return;
+    global float *src = i < na ? a + (size_t)r * na + i : b + (size_t)r * nb + i - na;
+    global float *dst = out + (size_t)r * (na + nb) + i;
+    if (split)
+        *src = *dst;
+    else
+        *dst = *src;
+}
+
+// One work-item per frequency (k, row) of [Re | Im] rows of width 2 t: the complex modulus
+// e = |z - y| into err (rows, t), and grad += w (z - y) / e on both parts (0 where e == 0),
+// the gradient of w * sum |z - y|.
+kernel void freq_mae(global const float *z, global const float *y, global float *err,
+                     global float *grad, int rows, int t, float w)
+{
+    int k = get_global_id(0), r = get_global_id(1);
+    if (k >= t || r >= rows)
+        return;
+    size_t re = (size_t)r * 2 * t + k, im = re + t;
+    float dr = z[re] - y[re], di = z[im] - y[im];
+    float e = hypot(dr, di);
+    err[(size_t)r * t + k] = e;
+    if (e > 0.0f) {
+        grad[re] += w * dr / e;
+        grad[im] += w * di / e;
+    }
+}
+
+// ---------------------------------------------------------------- scoring
+// One work-item per sample (k, j, row): the sub-window j (length p, stride 1) of the residual
+// r = x - xhat of each row (rows, t), as complex numbers for the FFT: out[row, j, k].
+kernel void residual_windows(global const float *x, global const float *xhat,
+                             global float2 *out, int rows, int t, int p)
+{
+    int k = get_global_id(0), j = get_global_id(1), r = get_global_id(2);
+    int count = t - p + 1;
+    if (k >= p || j >= count || r >= rows)
+        return;
+    size_t at = (size_t)r * t + j + k;
+    out[((size_t)r * count + j) * p + k] = (float2)(x[at] - xhat[at], 0.0f);
+}
+
+// One work-item per time step (i, b) of windows (batch, channels, t), sub-window spectra
+// spec (batch, channels, t - p + 1, p):
+//   time = mean_c (x - xhat)^2,
+//   freq = mean_c of the mean over the sub-windows j <= i < j + p of mean_k |spec[b, c, j, k]|,
+//   score = time + lam * freq (CATCH's per-step anomaly score, inference stride 1).
+kernel void step_scores(global const float *x, global const float *xhat,
+                        global const float2 *spec, global float *score, int batch,
+                        int channels, int t, int p, float lam)
+{
+    int i = get_global_id(0), b = get_global_id(1);
+    if (i >= t || b >= batch)
+        return;
+    int count = t - p + 1, lo = max(0, i - p + 1), hi = min(i, count - 1);
+    float time = 0.0f, freq = 0.0f;
+    for (int c = 0; c < channels; ++c) {
+        size_t row = (size_t)b * channels + c;
+        float d = x[row * t + i] - xhat[row * t + i];
+        time += d * d;
+        float f = 0.0f;
+        for (int j = lo; j <= hi; ++j)
+            for (int k = 0; k < p; ++k)
+                f += length(spec[(row * count + j) * p + k]);
+        freq += f / ((hi - lo + 1) * p);
+    }
+    score[(size_t)b * t + i] = (time + lam * freq) / channels;
+}

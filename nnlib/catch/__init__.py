@@ -1,0 +1,7 @@
+"""CATCH (ICLR 2025): channel-aware anomaly detection by frequency patching, built from the
+workbook's kernels. ``CATCH`` is the detector; ``metrics`` and ``baselines`` evaluate it."""
+
+from .detector import CATCH, DEFAULTS, check_series
+from .model import CATCHNet
+
+__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "check_series"]

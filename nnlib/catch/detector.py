@@ -1,0 +1,337 @@
+"""CATCH: the anomaly detector around CATCHNet: scaling, windows, bi-level training, scores,
+thresholds, checkpoints.
+
+    model = nnlib.catch.CATCH(n_channels, window=96, seed=0)
+    model.fit(train, epochs=3)            # train: (time, channels) float array
+    s = model.score(test)                 # one score per time step, the tail included
+    model.threshold(anomaly_ratio=2.0)    # percentile of the training (and given) scores
+    labels = model.predict(test)          # 0/1 per time step
+
+Paper-vs-code switches (defaults follow the official code unless noted):
+  projection "linear" (a real Dense on [Re | Im] patches, the code) or "complex" (the seed's
+    complex convolution over each frequency patch);
+  mask_fill "finite" (-ln 1e10 before the 1/sqrt(dh) scaling: masked channels only
+    down-weighted, the code) or "inf" (removed, the paper's figure);
+  gumbel "code" (logits +-logit p: a sharpened draw) or "bernoulli";
+  eval_mask "sampled" (re-drawn at scoring time as the code does, from a fixed seed so
+    scores repeat) or "threshold" (prob >= 0.5, deterministic).
+Deviations, all documented in the notebook: no dropout; the mask gradient is the derivative
+of the smooth relaxation m s + (1 - m) fill; the regular term is sum_{i != j} m_ij / (N (N-1)),
+0 for N = 1 (the official code divides by zero); the learning rates are the nominal ones;
+every step is scored: non-overlapping windows plus one window aligned to the series' end.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .. import optim
+from ..checkpoint import read_meta, save_npz
+from ..network import DeviceLoss
+from ..runtime import get_runtime
+from .model import PROJECTIONS, CATCHNet
+from .ops import step_scores
+
+FORMAT = "nnlib.CATCH/1"
+SWITCHES = {"projection": PROJECTIONS, "mask_fill": ("finite", "inf"),
+            "gumbel": ("code", "bernoulli"), "eval_mask": ("sampled", "threshold")}
+# Sized for a 2-core CPU; the official defaults are window 192, patch 16/8, cf 64,
+# 3 layers, 2 x 64 heads, d_ff 256, d_model 128, lr 1e-4 / 1e-5, batch 128.
+DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2, n_heads=2,
+                head_dim=16, d_ff=64, d_model=16, projection="linear", mask_fill="finite",
+                gumbel="code", eval_mask="sampled", lr=1e-3, mask_lr=1e-4, batch_size=64,
+                train_stride=1, dc_lambda=0.005, regular_lambda=0.5, temperature=0.07,
+                auxi_lambda=0.005, score_lambda=0.05, inference_patch_size=32,
+                val_fraction=0.2, patience=3)
+
+
+def check_series(series, n_channels: int, window: int, name: str = "series") -> np.ndarray:
+    """A (time, channels) float64 copy of ``series``, or a clear error."""
+    x = np.asarray(series)
+    if x.ndim == 1 and n_channels == 1:
+        x = x[:, None]
+    if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool) or np.iscomplexobj(x):
+        raise TypeError(f"{name}: expected real numbers, got dtype {x.dtype}")
+    if x.ndim != 2 or x.shape[1] != n_channels:
+        raise ValueError(f"{name}: expected shape (time, {n_channels}), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name}: contains NaN or infinity")
+    if x.shape[0] < window:
+        raise ValueError(f"{name}: {x.shape[0]} steps is shorter than the window {window}")
+    return x.astype(np.float64)
+
+
+def _windows(x, starts, window):
+    """(count, channels, window) float32 windows of x (time, channels) at ``starts``."""
+    idx = np.asarray(starts)[:, None] + np.arange(window)
+    return np.ascontiguousarray(x[idx].transpose(0, 2, 1), dtype=np.float32)
+
+
+class CATCH:
+    """The CATCH detector (see the module docstring); keyword arguments override DEFAULTS."""
+
+    def __init__(self, n_channels: int, seed: int = 0, runtime=None, **options):
+        unknown = set(options) - set(DEFAULTS)
+        if unknown:
+            raise TypeError(f"CATCH: unknown options {sorted(unknown)}")
+        cfg = {**DEFAULTS, **options}
+        if isinstance(n_channels, bool) or not isinstance(n_channels, (int, np.integer)) \
+                or n_channels < 1:
+            raise ValueError(f"CATCH: n_channels must be a positive integer, got {n_channels!r}")
+        for key, allowed in SWITCHES.items():
+            if cfg[key] not in allowed:
+                raise ValueError(f"CATCH: unknown {key} {cfg[key]!r}; choose one of {allowed}")
+        if not cfg["patch_size"] <= cfg["window"]:
+            raise ValueError("CATCH: patch_size must not exceed the window")
+        if not 1 <= cfg["inference_patch_size"] <= cfg["window"]:
+            raise ValueError("CATCH: inference_patch_size must lie in [1, window]")
+        self.n_channels, self.seed, self.config = int(n_channels), int(seed), cfg
+        self.runtime = runtime or get_runtime()
+        net_keys = ("patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads", "head_dim",
+                    "d_ff", "d_model", "projection", "mask_fill", "gumbel", "temperature",
+                    "regular_lambda")
+        self.net = CATCHNet(self.n_channels, cfg["window"],
+                            **{k: cfg[k] for k in net_keys}, seed=self.seed,
+                            runtime=self.runtime)
+        self.window = cfg["window"]
+        self.scale_mean = np.zeros(self.n_channels)
+        self.scale_std = np.ones(self.n_channels)
+        self.history: list = []
+        self.train_scores = None
+        self.threshold_value = None
+
+    def __repr__(self):
+        c = self.config
+        return (f"CATCH(channels={self.n_channels}, window={self.window}, patch "
+                f"{c['patch_size']}/{c['patch_stride']}, cf={c['cf_dim']}, "
+                f"{c['e_layers']} layers, {c['n_heads']}x{c['head_dim']} heads, "
+                f"{c['projection']}, {self.parameter_count()} parameters)")
+
+    def parameter_count(self) -> int:
+        return sum(p.size for p in self.net.named_parameters().values())
+
+    # ------------------------------------------------------------------ helpers
+    def _scale(self, x):
+        return (x - self.scale_mean) / self.scale_std
+
+    def _noise(self, rng, batch):
+        """Logistic noise (a difference of two Gumbel draws) for the mask sampler, or zeros
+        (the mask thresholded at prob 0.5) without ``rng``."""
+        shape = (batch * self.net.patches, self.n_channels, self.n_channels)
+        if rng is None:
+            return np.zeros(shape, np.float32)
+        u = rng.uniform(1e-7, 1 - 1e-7, shape)
+        return np.log(u) - np.log1p(-u)
+
+    def _eval_rng(self):
+        return np.random.default_rng(self.seed + 1) if self.config["eval_mask"] == "sampled" \
+            else None
+
+    def _forward(self, batch, rng):
+        x = self.runtime.to_device(batch)
+        return x, self.net.forward(x, self.runtime.to_device(self._noise(rng, len(batch))))
+
+    def _batches(self, windows):
+        size = self.config["batch_size"]
+        return [windows[i:i + size] for i in range(0, len(windows), size)]
+
+    def _time_rows(self, xhat, x):
+        rows = self.runtime.empty((x.shape[0] * x.shape[1],))
+        width = x.shape[2]
+        self.runtime.launch(self.runtime.kernel("loss", "loss_rows"), (rows.size,), None,
+                            xhat.data, x.data, rows.data, np.int32(0), np.int32(rows.size),
+                            np.int32(width), np.int32(0))
+        return DeviceLoss(rows, x.size)
+
+    # ------------------------------------------------------------------ training
+    def fit(self, train, epochs: int = 3, progress: bool = True) -> list:
+        """Train on ``train`` (time, channels): a StandardScaler fitted on the first
+        1 - val_fraction of it, stride-``train_stride`` windows shuffled, Adam on the main
+        parameters every batch and Adam (lr ``mask_lr``) on the mask generator every
+        max(1, min(batches // 10, 100)) batches with its gradients summed in between (the
+        official bi-level step). Early stopping on the validation time MSE; the best
+        epoch's weights are kept. Returns the per-epoch history."""
+        cfg, t = self.config, self.window
+        x = check_series(train, self.n_channels, t, "train")
+        if not isinstance(epochs, (int, np.integer)) or epochs < 1:
+            raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
+        cut = int(len(x) * (1 - cfg["val_fraction"]))
+        if cut < t:
+            raise ValueError(f"train: the training part ({cut} steps) is shorter than the "
+                             f"window {t}")
+        self.scale_mean = x[:cut].mean(0)
+        std = x[:cut].std(0)
+        self.scale_std = np.where(std > 0, std, 1.0)
+        xs = self._scale(x)
+        fit_w = _windows(xs, np.arange(0, cut - t + 1, cfg["train_stride"]), t)
+        val_w = _windows(xs, np.arange(cut, len(x) - t + 1, t), t) if len(x) - cut >= t \
+            else None
+        params = self.net.named_parameters()
+        mg_params = [p for k, p in params.items() if k.startswith("mask_generator")]
+        main = optim.Adam([p for k, p in params.items() if not k.startswith("mask_generator")],
+                          lr=cfg["lr"])
+        mg = optim.Adam(mg_params, lr=cfg["mask_lr"])
+        self._main = main
+        rng = np.random.default_rng(self.seed)
+        n_batches = -(-len(fit_w) // cfg["batch_size"])
+        mg_every = max(1, min(n_batches // 10, 100))
+        best, best_val, bad = None, np.inf, 0
+        for p in mg_params:
+            p.zero_grad()
+        for epoch in range(epochs):
+            start, sums = time.perf_counter(), np.zeros(4)
+            order = rng.permutation(len(fit_w))
+            bar = tqdm(self._batches(fit_w[order]), desc=f"epoch {epoch + 1}/{epochs}",
+                       disable=not progress, leave=False)
+            for i, batch in enumerate(bar):
+                main.zero_grad()
+                if (i + 1) % mg_every == 0:
+                    mg.step()
+                    mg.zero_grad()
+                sums += self._train_step(batch, rng)
+                bar.set_postfix(loss=f"{sums[0] / (i + 1):.4f}")
+            val = self._validate(val_w) if val_w is not None else float(sums[1] / n_batches)
+            mean = [float(v) for v in sums / n_batches]
+            row = {"epoch": epoch + 1, **dict(zip(("loss", "time", "freq", "dc"), mean)),
+                   "val": float(val), "seconds": time.perf_counter() - start}
+            self.history.append(row)
+            if not np.isfinite(row["loss"]) or not np.isfinite(val):
+                raise RuntimeError(f"CATCH.fit: the loss is not finite in epoch {epoch + 1}; "
+                                   "lower lr")
+            if val < best_val:
+                best_val, bad = val, 0
+                best = {k: p.numpy() for k, p in params.items()}
+            else:
+                bad += 1
+                if bad >= cfg["patience"]:
+                    break
+        for k, p in params.items():
+            p.set(best[k])
+        self.train_scores = self.score(x)
+        return self.history
+
+    def _train_grads(self, batch, noise):
+        """Forward and backward of windows (B, N, T) with the sampler's ``noise``: the
+        gradients of the total loss are added to the parameters. Returns x, xhat, the
+        frequency errors."""
+        cfg, rt = self.config, self.runtime
+        x = rt.to_device(batch)
+        xhat = self.net.forward(x, rt.to_device(noise))
+        count = x.size
+        dxhat = rt.empty(x.shape)
+        rt.launch(rt.kernel("loss", "output_gradient"), (count,), None, xhat.data, x.data,
+                  dxhat.data, np.int32(count), np.float32(1.0 / count), np.int32(0),
+                  np.int32(0))
+        groups = x.shape[0] * self.net.patches
+        dc_weight = cfg["dc_lambda"] / (cfg["e_layers"] * groups)
+        err = self.net.backward(dxhat, cfg["auxi_lambda"] / count, dc_weight)
+        return x, xhat, err
+
+    def _train_step(self, batch, rng) -> np.ndarray:
+        """Gradients and the main update; returns the (total, time, freq, dc) losses."""
+        cfg = self.config
+        x, xhat, err = self._train_grads(batch, self._noise(rng, len(batch)))
+        self._main.step()
+        t_loss = float(self._time_rows(xhat, x))
+        f_loss = float(err.get().astype(np.float64).sum() / x.size)
+        d_loss = float(self.net.dc_loss())
+        total = t_loss + cfg["auxi_lambda"] * f_loss + cfg["dc_lambda"] * d_loss
+        return np.array([total, t_loss, f_loss, d_loss])
+
+    def _validate(self, windows) -> float:
+        rng, total = self._eval_rng(), 0.0
+        for batch in self._batches(windows):
+            x, xhat = self._forward(batch, rng)
+            total += float(self._time_rows(xhat, x)) * x.size
+        return total / windows.size
+
+    # ------------------------------------------------------------------ scoring
+    def _starts(self, length):
+        t = self.window
+        starts = list(range(0, length - t + 1, t))
+        if starts[-1] + t < length:
+            starts.append(length - t)  # the tail: one window aligned to the end
+        return starts
+
+    def score(self, series) -> np.ndarray:
+        """One anomaly score per time step of ``series`` (time, channels): time MSE over
+        channels + score_lambda x the sub-window frequency error (CATCH's score)."""
+        cfg, t = self.config, self.window
+        x = self._scale(check_series(series, self.n_channels, t))
+        starts = self._starts(len(x))
+        windows, rng = _windows(x, starts, t), self._eval_rng()
+        parts = []
+        for batch in self._batches(windows):
+            xd, xhat = self._forward(batch, rng)
+            s = step_scores(self.runtime, xd, xhat, cfg["inference_patch_size"],
+                            cfg["score_lambda"])
+            parts.append(s.get())
+        per_window = np.concatenate(parts).astype(np.float64)
+        out, covered = np.empty(len(x)), 0
+        for s, w in zip(starts, per_window):  # the end-aligned window fills the rest only
+            out[covered:s + t] = w[covered - s:]
+            covered = s + t
+        return out
+
+    def channel_masks(self, series) -> np.ndarray:
+        """The mean mask (patches, channels, channels) the generator draws on ``series``'s
+        non-overlapping windows, with the eval_mask rule: which channels each channel
+        attends to, per frequency band."""
+        t = self.window
+        x = self._scale(check_series(series, self.n_channels, t))
+        windows, rng = _windows(x, self._starts(len(x)), t), self._eval_rng()
+        total = np.zeros((self.net.patches, self.n_channels, self.n_channels))
+        for batch in self._batches(windows):
+            self._forward(batch, rng)
+            m = self.net.mask.get().reshape(len(batch), self.net.patches, *total.shape[1:])
+            total += m.sum(0)
+        return total / len(windows)
+
+    def threshold(self, *series, anomaly_ratio: float = 1.0) -> float:
+        """The (100 - anomaly_ratio) percentile of the training scores and of the scores of
+        any ``series`` given (the official code pools train and test scores); kept for
+        ``predict``."""
+        if self.train_scores is None:
+            raise RuntimeError("CATCH.threshold: call fit first")
+        if not 0 < anomaly_ratio < 100:
+            raise ValueError(f"anomaly_ratio is a percentage in (0, 100), got {anomaly_ratio}")
+        pool = np.concatenate([self.train_scores] + [self.score(s) for s in series])
+        self.threshold_value = float(np.percentile(pool, 100 - anomaly_ratio))
+        return self.threshold_value
+
+    def predict(self, series) -> np.ndarray:
+        """1 where the score exceeds the threshold, else 0, per time step."""
+        if self.threshold_value is None:
+            raise RuntimeError("CATCH.predict: call threshold first")
+        return (self.score(series) > self.threshold_value).astype(np.int64)
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, path) -> None:
+        """An ``.npz`` checkpoint (no pickle), written to a temporary file and renamed."""
+        arrays = {k: p.numpy() for k, p in self.net.named_parameters().items()}
+        meta = {"format": FORMAT, "n_channels": self.n_channels, "seed": self.seed,
+                "config": self.config, "threshold": self.threshold_value,
+                "history": self.history}
+        arrays.update(__scale_mean__=self.scale_mean, __scale_std__=self.scale_std)
+        if self.train_scores is not None:
+            arrays["__train_scores__"] = self.train_scores
+        save_npz(path, arrays, meta)
+
+    @classmethod
+    def load(cls, path, runtime=None) -> "CATCH":
+        with np.load(path, allow_pickle=False) as data:
+            meta = read_meta(data, path, FORMAT)
+            model = cls(meta["n_channels"], seed=meta["seed"], runtime=runtime,
+                        **meta["config"])
+            for k, p in model.net.named_parameters().items():
+                if k not in data or data[k].shape != p.shape:
+                    raise ValueError(f"{path}: parameter {k} is missing or has another shape")
+                p.set(data[k])
+            model.scale_mean, model.scale_std = data["__scale_mean__"], data["__scale_std__"]
+            if "__train_scores__" in data:
+                model.train_scores = data["__train_scores__"]
+        model.threshold_value, model.history = meta["threshold"], meta["history"]
+        return model

@@ -1,0 +1,197 @@
+"""CATCHNet: the detector's graph on the device, forward and backward (no training loop).
+
+Shapes, with B windows of T steps and N channels, P/S the patch size/stride, L patches:
+  x (B, N, T) -> RevIN -> FFT over time -> patches (B, L, N, 2P) [Re | Im]
+  -> projection: Dense(2P -> cf) ("linear", the official code) or a ComplexConv1d of
+     window P, stride S and cf/2 complex filters ("complex", the seed's design)
+  -> tokens (B L, N, cf): e_layers x { h += attn(LN h, mask); h += FF(LN h) }, one mask
+     (B L, N, N) from the mask generator for every head and layer
+  -> Dense(cf -> D) -> get_r, get_i Dense(D -> D) -> two flatten heads (B N, L D)
+     (3 x residual ReLU Dense(L D -> L D), Dense(L D -> T)) = Re, Im of a spectrum Z
+  -> iFFT -> [Re | Im] -> Dense(2T -> T) -> RevIN denorm = xhat (B, N, T).
+Loss = mean (xhat - x)^2 + auxi_lambda mean |Z - FFT(RevIN x)| + dc_lambda L_DC.
+"""
+
+from __future__ import annotations
+
+from .. import fft
+from ..layers import ComplexConv1d, Dense
+from ..network import DeviceLoss
+from .attention import ChannelDCLoss, MaskedAttention
+from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_rows,
+                  revin_denorm, revin_norm, split_rows, swap_axes12)
+
+PROJECTIONS = ("linear", "complex")
+
+
+class _Block:
+    """One pre-norm channel-masked transformer layer."""
+
+    def __init__(self, cf, heads, head_dim, d_ff, fill, tau, reg, seed, rt):
+        inner = heads * head_dim
+        self.norm1, self.norm2 = LayerNorm(cf, rt), LayerNorm(cf, rt)
+        self.qkv = Dense(cf, 3 * inner, seed=seed, runtime=rt)
+        self.out = Dense(inner, cf, seed=seed + 1, runtime=rt)
+        self.ff1 = Dense(cf, d_ff, seed=seed + 2, runtime=rt)
+        self.ff2 = Dense(d_ff, cf, seed=seed + 3, runtime=rt)
+        self.gelu = GELU(rt)
+        self.attention = MaskedAttention(heads, fill, rt)
+        self.dc = ChannelDCLoss(heads, tau, reg, rt)
+        self.rt = rt
+
+    def named(self):
+        return {"norm1": self.norm1, "qkv": self.qkv, "out": self.out, "norm2": self.norm2,
+                "ff1": self.ff1, "ff2": self.ff2}
+
+    def forward(self, h, mask):
+        groups, n = mask.shape[0], mask.shape[1]
+        qkv = self.qkv.forward(self.norm1.forward(h)).reshape(groups, n, -1)
+        self.dc_rows = self.dc.forward(qkv, mask)
+        att = self.attention.forward(qkv, mask).reshape(groups * n, -1)
+        h = add(self.rt, h, self.out.forward(att))
+        f = self.ff2.forward(self.gelu.forward(self.ff1.forward(self.norm2.forward(h))))
+        return add(self.rt, h, f)
+
+    def backward(self, dh, dmask, first: bool, dc_weight: float):
+        rt = self.rt
+        d = self.ff1.backward(self.gelu.backward(self.ff2.backward(dh)))
+        dh = add(rt, dh, self.norm2.backward(d))
+        datt = self.out.backward(dh).reshape(self.attention.probs.shape[0], dmask.shape[1], -1)
+        dqkv = self.attention.backward(datt, dmask, accumulate=not first)
+        self.dc.backward(dc_weight, dqkv, dmask)
+        d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
+        return add(rt, dh, self.norm1.backward(d))
+
+
+class _Head:
+    """CATCH's Flatten_Head: 3 x { v = relu(Dense v) + v }, then Dense(nf -> T)."""
+
+    def __init__(self, nf, t, seed, rt):
+        self.res = [Dense(nf, nf, "relu", seed=seed + j, runtime=rt) for j in range(3)]
+        self.out = Dense(nf, t, seed=seed + 3, runtime=rt)
+        self.rt = rt
+
+    def named(self):
+        return {**{f"res{j}": r for j, r in enumerate(self.res)}, "out": self.out}
+
+    def forward(self, v):
+        for r in self.res:
+            v = add(self.rt, r.forward(v), v)
+        return self.out.forward(v)
+
+    def backward(self, d):
+        d = self.out.backward(d)
+        for r in reversed(self.res):
+            d = add(self.rt, r.backward(d), d)
+        return d
+
+
+class CATCHNet:
+    """The graph of the module docstring with its parameters; ``step(x, noise, ...)`` runs
+    forward and backward and leaves the gradients in the parameters."""
+
+    def __init__(self, n_channels, window, patch_size, patch_stride, cf_dim, e_layers,
+                 n_heads, head_dim, d_ff, d_model, projection, mask_fill, gumbel,
+                 temperature, regular_lambda, seed, runtime):
+        if projection not in PROJECTIONS:
+            raise ValueError(f"unknown projection {projection!r}; choose one of {PROJECTIONS}")
+        if projection == "complex" and cf_dim % 2:
+            raise ValueError(f"the complex projection needs an even cf_dim, got {cf_dim}")
+        rt = self.rt = runtime
+        n, t, p, s = n_channels, window, patch_size, patch_stride
+        self.n, self.t, self.p, self.s = n, t, p, s
+        self.patches = (t - p) // s + 1
+        self.projection = projection
+        if projection == "linear":
+            self.embed = Dense(2 * p, cf_dim, seed=seed, runtime=rt)
+        else:
+            self.embed = ComplexConv1d(p, s, cf_dim // 2, n, shared=True, layout="tokens",
+                                       seed=seed, runtime=rt)
+        self.mask_generator = MaskGenerator(n, 2 * p, gumbel, rt)
+        self.blocks = [_Block(cf_dim, n_heads, head_dim, d_ff, mask_fill, temperature,
+                              regular_lambda, seed + 10 * (i + 1), rt) for i in range(e_layers)]
+        width = 2 * d_model
+        self.to_model = Dense(cf_dim, width, seed=seed + 100, runtime=rt)
+        self.get_r = Dense(width, width, seed=seed + 101, runtime=rt)
+        self.get_i = Dense(width, width, seed=seed + 102, runtime=rt)
+        nf = self.patches * width
+        self.head_real, self.head_imag = _Head(nf, t, seed + 110, rt), _Head(nf, t, seed + 120, rt)
+        self.ircom = Dense(2 * t, t, seed=seed + 130, runtime=rt)
+        self.ifft = fft.FFT(inverse=True, runtime=rt)
+
+    def modules(self) -> dict:
+        out = {"embed": self.embed, "mask_generator": self.mask_generator}
+        for i, block in enumerate(self.blocks):
+            out.update({f"layer{i}.{k}": v for k, v in block.named().items()})
+        out.update({"to_model": self.to_model, "get_r": self.get_r, "get_i": self.get_i})
+        for part, head in (("real", self.head_real), ("imag", self.head_imag)):
+            out.update({f"head_{part}.{k}": v for k, v in head.named().items()})
+        out["ircom"] = self.ircom
+        return out
+
+    def named_parameters(self) -> dict:
+        return {f"{name}.{p.name}": p for name, m in self.modules().items()
+                for p in m.parameters()}
+
+    def forward(self, x, noise):
+        """x (B, N, T) device array, noise (B L, N, N) -> xhat (B, N, T); keeps the state."""
+        rt = self.rt
+        b, n, t = x.shape
+        xn, self._mean, self._std = revin_norm(rt, x)
+        spec = fft.fft(fft.to_complex(xn, rt), runtime=rt)
+        self.spec = spec
+        z = freq_patches(rt, spec, self.p, self.s)  # (B, L, N, 2P)
+        groups = b * self.patches
+        self.mask = self.mask_generator.forward(z.reshape(groups, n, 2 * self.p), noise)
+        if self.projection == "linear":
+            h = self.embed.forward(z.reshape(groups * n, 2 * self.p))
+        else:
+            c = fft.re_im(self.embed.forward(spec), rt)  # (B, N, L, cf)
+            h = swap_axes12(rt, c).reshape(groups * n, -1)
+        for block in self.blocks:
+            h = block.forward(h, self.mask)
+        hm = self.to_model.forward(h)
+        parts = []
+        for get, head in ((self.get_r, self.head_real), (self.get_i, self.head_imag)):
+            v = get.forward(hm).reshape(b, self.patches, n, -1)
+            parts.append(head.forward(swap_axes12(rt, v).reshape(b * n, -1)))
+        self.zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z]
+        rec = self.ifft.forward(fft.from_re_im(self.zcat, rt))
+        y = self.ircom.forward(fft.re_im(rec, rt))
+        return revin_denorm(rt, y, self._mean, self._std).reshape(b, n, t)
+
+    def backward(self, dxhat, auxi_weight: float, dc_weight: float):
+        """From dL/dxhat; adds auxi_weight * d sum|Z - FFT(xn)| and dc_weight * d (sum of
+        the layers' dc rows). Returns the frequency errors (B N, T) for the loss value."""
+        rt = self.rt
+        b, n, t = dxhat.shape
+        dy = revin_denorm(rt, dxhat.reshape(b * n, t), self._mean, self._std, shift=False)
+        drec = fft.from_re_im(self.ircom.backward(dy), rt)
+        dz = fft.re_im(self.ifft.backward(drec), rt)
+        target = fft.re_im(self.spec, rt).reshape(b * n, 2 * t)
+        err = freq_mae(rt, self.zcat, target, dz, auxi_weight)
+        dre, dim = split_rows(rt, dz, t)
+        dhm = None
+        for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
+            dv = head.backward(d).reshape(b, n, self.patches, -1)
+            g = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1))
+            dhm = g if dhm is None else add(rt, dhm, g)
+        dh = self.to_model.backward(dhm)
+        dmask = rt.empty(self.mask.shape)
+        for i, block in enumerate(reversed(self.blocks)):
+            dh = block.backward(dh, dmask, first=i == 0, dc_weight=dc_weight)
+        if self.projection == "linear":
+            self.embed.backward_preactivation(dh, input_grad=False)
+        else:
+            dc = swap_axes12(rt, dh.reshape(b, self.patches, n, -1))
+            self.embed.backward(fft.from_re_im(dc, rt))
+        self.mask_generator.backward(dmask)
+        return err
+
+    def dc_loss(self) -> DeviceLoss:
+        """The mean over layers of each layer's clustering + regular loss (last forward)."""
+        rows = [block.dc_rows for block in self.blocks]
+        total = rows[0]
+        for r in rows[1:]:
+            total = add(self.rt, total, r)
+        return DeviceLoss(total, rows[0].shape[0] * len(rows))

@@ -1,0 +1,502 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · CATCH: anomaly detection by frequency patching
+#
+# The destination of the workbook: **CATCH** (Wu et al., ICLR 2025), a detector of anomalies
+# in multivariate time series, trained and evaluated end to end on nnlib's own kernels.
+# CATCH reconstructs each window of a series, and flags the steps it reconstructs badly.
+# Its two ideas:
+#
+# * **Frequency patching.** It takes the FFT of each channel and cuts the spectrum into
+#   bands ("patches"). Every band is a small sentence whose words are the *channels*.
+# * **Channel fusion.** Inside each band, a transformer lets each channel attend to the
+#   others, but only to those a learned **mask** allows. The mask is drawn per sample and
+#   band, and a clustering loss teaches the mask generator which channels belong together.
+#
+# We build every piece with kernels (`kernels/attention.cl`, `kernels/catch.cl`, plus the
+# FFT and dense kernels of earlier notebooks), check each against numpy, train the model,
+# and compare it with simple baselines, honestly.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+
+import nnlib
+from nnlib import fft
+from nnlib import reference as ref
+from nnlib.catch import CATCH, ops
+from nnlib.catch.attention import ChannelDCLoss, MaskedAttention
+from nnlib.catch.compare import compare
+from nnlib.catch.metrics import evaluate, f1_at
+from nnlib.data import anomaly_dataset, eurusd_anomaly_split, eurusd_channels, load_eurusd
+
+rng = np.random.default_rng(0)
+rt = nnlib.get_runtime()
+print(rt)
+
+# %% [markdown]
+# ## Data with known anomalies
+#
+# The CATCH paper evaluates on synthetic sets made with the TODS generator: 5 channels with
+# anomalies of five types. `nnlib.data.anomaly_dataset` makes sets of the same kinds:
+# correlated periodic channels, a clean training part and a labelled test part.
+#
+# | type | what changes |
+# |---|---|
+# | point global | one step far outside the channel's range |
+# | point contextual | one step that jumps 3 local standard deviations, inside the range |
+# | shapelet | a segment whose wave turns into a square wave |
+# | seasonal | a segment at twice the frequency |
+# | trend | a ramp added over a segment |
+
+# %%
+kinds = ["point_global", "point_contextual", "shapelet", "seasonal", "trend"]
+fig, axes = plt.subplots(len(kinds), 1, figsize=(10, 9), sharex=True)
+for ax, kind in zip(axes, kinds):
+    d = anomaly_dataset(kind, seed=0)
+    ax.plot(d["test"][:700, :3], lw=0.8)
+    ax.fill_between(np.arange(700), -4, 4, where=d["labels"][:700] == 1, color="red",
+                    alpha=0.2)
+    ax.set_ylim(-4, 4)
+    ax.set_title(f"{kind}: {d['labels'].mean():.1%} of the test steps anomalous", fontsize=9)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## The architecture, walked through with shapes
+#
+# Defaults are sized for a 2-core CPU: window T = 96, patch size P = stride S = 16 (so
+# L = 6 frequency bands), width cf = 32, 2 layers of 2 heads of 16. The official defaults
+# (T = 192, 3 layers, d_model 128) give a 210 M-parameter model, mostly in the two
+# reconstruction heads. We follow one batch of 4 windows through the graph; each stage is a
+# kernel or a few.
+
+# %%
+data = anomaly_dataset("shapelet", seed=0)
+model = CATCH(5, seed=0)
+print(model)
+T, P, S, N = model.window, model.config["patch_size"], model.config["patch_stride"], 5
+x = np.ascontiguousarray(data["train"][:4 * T].reshape(4, T, N).transpose(0, 2, 1),
+                         dtype=np.float32)
+xd = rt.to_device(x)
+xn, mean, std = ops.revin_norm(rt, xd)
+spec = fft.fft(fft.to_complex(xn))
+patches = ops.freq_patches(rt, spec, P, S)
+L = patches.shape[1]
+mask = model.net.mask_generator.forward(patches.reshape(4 * L, N, 2 * P),
+                                        rt.to_device(rng.logistic(size=(4 * L, N, N))))
+for name, a in [("x  (batch, channels, time)", xd), ("RevIN(x)", xn), ("FFT over time", spec),
+                ("patches (B, L, N, 2P) [Re|Im]", patches), ("masks (B L, N, N)", mask)]:
+    print(f"{name:32s} {str(a.shape):18s} {a.dtype}")
+xhat = model.net.forward(xd, rt.to_device(rng.logistic(size=(4 * L, N, N))))
+print(f"{'reconstruction xhat':32s} {str(xhat.shape):18s} {xhat.dtype}")
+print(f"{'spectrum Z = [Re | Im] rows':32s} {str(model.net.zcat.shape):18s}")
+
+# %% [markdown]
+# The parameters, by module (the heads dominate even at this size):
+
+# %%
+sizes = {}
+for name, p in model.net.named_parameters().items():
+    module = name.split(".")[0]
+    sizes[module] = sizes.get(module, 0) + p.size
+for module, size in sizes.items():
+    print(f"{module:16s} {size:8d}")
+
+# %% [markdown]
+# ## Channel-masked attention, and the seed's bugs
+#
+# In each band g, channel i attends to channel j with
+#
+# $$A_{ij} = \mathrm{softmax}_j\Big(\tfrac{1}{\sqrt{d_h}}\big(m_{ij}\, q_i\cdot k_j + (1-m_{ij})\,c\big)\Big)$$
+#
+# where $c = -\ln 10^{10} \approx -23$ is the official code's "large negative" fill
+# (`mask_fill="finite"`: a masked channel is only down-weighted, to about $e^{-23/4}$ here),
+# or the paper's hard mask ($A_{ij} \propto m_{ij} e^{q_i\cdot k_j/\sqrt{d_h}}$,
+# `mask_fill="inf"`). The softmax subtracts the row's maximum first. One work-item computes
+# one (query, head, band) row; the backward pass uses one work-item per query row (it owns
+# that row of the mask gradient, summed over heads) and one per key: no atomics, no races.
+
+# %%
+print(nnlib.source("attention", "masked_attention_forward"))
+
+# %% [markdown]
+# The kernels against the numpy reference, on odd sizes and more work-items than one
+# work-group holds:
+
+# %%
+for groups, n, heads, dh in [(1, 1, 1, 1), (3, 5, 2, 7), (700, 3, 2, 4)]:
+    qkv = rng.standard_normal((groups, n, 3 * heads * dh))
+    m = (rng.random((groups, n, n)) < 0.5).astype(float)
+    m[:, np.arange(n), np.arange(n)] = 1
+    for fill in ("finite", "inf"):
+        att = MaskedAttention(heads, fill)
+        out = att.forward(rt.to_device(qkv), rt.to_device(m)).get()
+        want = ref.masked_attention_forward(qkv, m, heads, hard=fill == "inf")[0]
+        dout = rng.standard_normal(out.shape)
+        dmask = rt.zeros(m.shape)
+        dqkv = att.backward(rt.to_device(dout), dmask, accumulate=False).get()
+        w_dqkv, w_dmask = ref.masked_attention_backward(qkv, m, dout, heads, hard=fill == "inf")
+        ok = (np.allclose(out, want, atol=1e-4) and np.allclose(dqkv, w_dqkv, atol=1e-3)
+              and np.allclose(dmask.get(), w_dmask, atol=1e-3))
+        print(f"groups={groups:3d} n={n} heads={heads} dh={dh} {fill:6s}: matches numpy {ok}")
+
+# %% [markdown]
+# A **gradient check** is what catches the seed's attention. Its forward kernel overwrites
+# the score inside the loop over dimensions and then never uses it, so every kept logit is
+# $e^0$: the attention is the normalised mask and **q and k have no effect**. Its key
+# gradient uses the key's own value where the sum needs $V_v$, which makes it
+# $(G\cdot V_k)\,A_k(1-\sum_v A_v) = 0$. Finite differences expose both:
+
+# %%
+def numeric_grad(loss, x, eps=1e-6):
+    """Central differences of loss() with respect to every entry of x (x is restored)."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        keep = x[i]
+        x[i] = keep + eps
+        up = loss()
+        x[i] = keep - eps
+        grad[i] = (up - loss()) / (2 * eps)
+        x[i] = keep
+    return grad
+
+
+qkv = rng.standard_normal((2, 4, 3 * 2 * 3))
+m = np.ones((2, 4, 4))
+r = rng.standard_normal((2, 4, 6))
+ours = ref.masked_attention_backward(qkv, m, r, 2)[0]
+numeric = numeric_grad(lambda: float((r * ref.masked_attention_forward(qkv, m, 2)[0]).sum()),
+                       qkv)
+seed_numeric = numeric_grad(
+    lambda: float((r * ref.seed_masked_attention_forward(qkv, m, 2)).sum()), qkv)
+seed_dk = ref.seed_attention_key_grad(qkv, m, r, 2)
+print(f"ours:  max |analytic - numeric| = {np.abs(ours - numeric).max():.1e}")
+print(f"seed forward: max |d out / d(q, k)| by finite differences = "
+      f"{np.abs(seed_numeric[..., :12]).max():.1e}  (q and k do nothing)")
+print(f"seed key gradient: max |dk| = {np.abs(seed_dk).max():.1e}, "
+      f"true max |dk| = {np.abs(numeric[..., 6:12]).max():.2f}")
+
+# %% [markdown]
+# ## The mask generator and the clustering loss
+#
+# The mask generator maps each channel's patch to probabilities $D_{ij} = \sigma(w_j\cdot
+# z_i)$ (its weights start at zero, so $D = 0.5$) and draws a 0/1 mask with the Gumbel
+# straight-through trick: the forward pass uses the hard draw, the backward pass the
+# gradient of the soft one. The official code builds the two Gumbel logits as
+# $\pm\,\mathrm{logit}\,p$, which draws a 1 with probability $p^2/(p^2+(1-p)^2)$, a sharpened
+# Bernoulli (`gumbel="code"`, the default; `"bernoulli"` draws with probability p). The
+# diagonal is forced to 1.
+#
+# The clustering loss pulls the mask towards channels whose queries and keys look alike
+# (cosine similarity, averaged over heads, temperature 0.07); a regular term, weight 0.5,
+# pushes it towards the identity (channel independence). With one channel the official code
+# divides by zero; here the regular term is 0.
+
+# %%
+p = np.linspace(0.05, 0.95, 7)
+draws = rng.logistic(size=(20000, 1))
+for name, sharpen in (("code", 2.0), ("bernoulli", 1.0)):
+    freq = ((sharpen * np.log(p / (1 - p)) + draws) >= 0).mean(0)
+    print(f"{name:9s} P(mask = 1) for p = {np.round(p, 2)}: {np.round(freq, 2)}")
+qkv = rng.standard_normal((3, 5, 3 * 2 * 4))
+for label, m in (("all ones", np.ones((3, 5, 5))), ("identity", np.tile(np.eye(5), (3, 1, 1)))):
+    dc = ChannelDCLoss(2)
+    rows = dc.forward(rt.to_device(qkv), rt.to_device(m)).get()
+    want = ref.channel_dc_rows(qkv, m, 2).sum() / 3
+    print(f"mask {label:9s}: loss {rows.sum() / 3:.4f} (numpy {want:.4f})")
+
+# %% [markdown]
+# ## The whole graph against numpy and PyTorch
+#
+# The reconstruction heads turn each channel's band tokens into the real and imaginary
+# parts of a spectrum Z, an inverse FFT and a Linear(2T -> T) give the time series back,
+# and RevIN restores the window's scale. Training minimises
+#
+# $$\mathcal{L} = \mathrm{MSE}(\hat x, x) + 0.005\,\mathrm{mean}\,|Z - \mathrm{FFT}(x_n)| +
+# 0.005\,\mathcal{L}_{DC}.$$
+#
+# `nnlib.reference.catch_forward` is the forward pass in numpy; the tests also check every
+# parameter's gradient against PyTorch autograd on the same graph (`tests/test_catch.py`).
+
+# %%
+for projection in ("linear", "complex"):
+    tiny = CATCH(3, seed=1, window=32, patch_size=8, patch_stride=4, cf_dim=6, e_layers=2,
+                 n_heads=2, head_dim=3, d_ff=5, d_model=3, projection=projection)
+    params = {k: p.numpy().astype(np.float64) for k, p in tiny.net.named_parameters().items()}
+    xs = rng.standard_normal((2, 32, 3))
+    noise = rng.logistic(size=(2 * tiny.net.patches, 3, 3))
+    got = tiny.net.forward(rt.to_device(xs.transpose(0, 2, 1)), rt.to_device(noise)).get()
+    want = ref.catch_forward(xs, params, tiny.config, noise)[0].transpose(0, 2, 1)
+    print(f"{projection:7s} projection: forward matches numpy {np.allclose(got, want, atol=1e-4)}")
+
+# %% [markdown]
+# `projection="linear"` is the official code (a real Linear on the [Re | Im] patch);
+# `"complex"` is the seed's design, a complex convolution over each frequency patch
+# (`nnlib.ComplexConv1d`), which is a restricted real map. Both are compared below.
+#
+# ## Training
+#
+# `fit` standardises the series on its first 80 %, trains on stride-1 windows with Adam,
+# steps the mask generator with its own Adam every ~10 % of an epoch on the gradients summed
+# in between (the official bi-level step), and keeps the epoch with the best validation MSE
+# on the last 20 %.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+model = CATCH(5, seed=0)
+start = time.perf_counter()
+history = model.fit(data["train"], epochs=4, progress=False)
+print(f"fit: {time.perf_counter() - start:.1f} s for {len(history)} epochs")
+for h in history:
+    print(f"epoch {h['epoch']}: loss {h['loss']:.4f}  time MSE {h['time']:.4f}  "
+          f"freq {h['freq']:.3f}  dc {h['dc']:.3f}  val {h['val']:.4f}  ({h['seconds']:.1f} s)")
+
+# %%
+fig, ax = plt.subplots(1, 2, figsize=(10, 3))
+epochs = [h["epoch"] for h in history]
+ax[0].semilogy(epochs, [h["time"] for h in history], "o-", label="train time MSE")
+ax[0].semilogy(epochs, [h["val"] for h in history], "s-", label="validation MSE")
+ax[0].legend()
+ax[0].set_xlabel("epoch")
+ax[1].plot(epochs, [h["dc"] for h in history], "o-", label="clustering + regular")
+ax[1].plot(epochs, [h["freq"] for h in history], "s-", label="frequency MAE")
+ax[1].legend()
+ax[1].set_xlabel("epoch")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## The learned channel masks
+#
+# The mean mask per frequency band over the test windows: row i shows which channels
+# channel i attends to.
+
+# %%
+masks = model.channel_masks(data["test"])
+fig, axes = plt.subplots(1, masks.shape[0], figsize=(12, 2.4))
+for band, ax in enumerate(axes):
+    ax.imshow(masks[band], vmin=0, vmax=1, cmap="viridis")
+    ax.set_title(f"band {band}: bins {band * S}-{band * S + P - 1}", fontsize=8)
+    ax.set_xticks([])
+    ax.set_yticks([])
+plt.show()
+
+# %% [markdown]
+# The mean masks are close to 0.5 off the diagonal. With the official code's settings the
+# mask generator takes one Adam step of rate 1e-4 every tenth of an epoch, so in a few epochs
+# its probabilities barely leave 0.5 (its weights start at zero): the mask is a fair coin per
+# channel pair, a random channel dropout. With a rate of 1e-2 the probabilities for single
+# windows spread out towards 0 and 1 (below), but which channels are kept changes from
+# window to window with the spectrum, and the average over windows still washes out to
+# about 0.5. On this data the
+# generator finds no stable grouping (of the training channels only 3 and 4 correlate, at
+# about 0.5; the others have unrelated periods). The probabilities of the last batch scored:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+fast_masks = CATCH(5, seed=0, mask_lr=1e-2)
+fast_masks.fit(data["train"], epochs=2, progress=False)
+fig, axes = plt.subplots(1, 2, figsize=(10, 2.5), sharey=True)
+for ax, (label, m) in zip(axes, (("mask_lr 1e-4 (default)", model),
+                                 ("mask_lr 1e-2", fast_masks))):
+    m.channel_masks(data["test"])
+    prob = m.net.mask_generator.prob.get()[:, ~np.eye(N, dtype=bool)].ravel()
+    ax.hist(prob, bins=40, range=(0, 1))
+    ax.set(title=label, xlabel="mask probability D_ij (one window, one band)")
+    print(f"{label:24s}: {np.mean((prob < 0.1) | (prob > 0.9)):.0%} of the probabilities "
+          f"below 0.1 or above 0.9, {np.mean(abs(prob - 0.5) < 0.05):.0%} within 0.05 of 0.5")
+axes[0].set_ylabel("count")
+plt.show()
+
+# %% [markdown]
+# ## Anomaly scores
+#
+# The score of step t is the squared reconstruction error (mean over channels) plus
+# 0.05 times a frequency score: the mean |FFT| of the residual over the length-32
+# sub-windows that contain t. Every step is scored: non-overlapping windows, plus one
+# window aligned to the end for the tail. At scoring time the official code draws the mask
+# again; we do the same from a fixed seed, so scores repeat (`eval_mask="threshold"` uses
+# D >= 0.5 instead).
+
+# %%
+scores = model.score(data["test"])
+labels = data["labels"]
+fig, ax = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
+ax[0].plot(data["test"][:, :3], lw=0.7)
+ax[1].plot(scores, lw=0.8, color="k")
+for a in ax:
+    ymin, ymax = a.get_ylim()
+    a.fill_between(np.arange(len(labels)), ymin, ymax, where=labels == 1, color="red",
+                   alpha=0.2)
+ax[1].set_yscale("log")
+ax[1].set_ylabel("score")
+plt.show()
+result = evaluate(labels, scores, 5.0)
+assert result["auc_roc"] > 0.8
+print(", ".join(f"{k} {v:.2f}" for k, v in result.items()))
+
+# %% [markdown]
+# ## Against the baselines
+#
+# Same split, seed 0: IsolationForest and PCA reconstruction (scikit-learn) and a dense
+# autoencoder built with nnlib, all on the last 16 steps of every channel. "f1_pct" flags
+# the top 5 % of scores.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+table = []
+for kind in ("shapelet", "seasonal"):
+    for row in compare(anomaly_dataset(kind, seed=0), seed=0, epochs=3):
+        table.append((kind, row))
+print(f"{'dataset':10s}{'method':17s}{'AUC-ROC':>9s}{'AUC-PR':>9s}{'best F1':>9s}"
+      f"{'F1@5%':>9s}{'fit s':>8s}")
+for kind, r in table:
+    print(f"{kind:10s}{r['method']:17s}{r['auc_roc']:9.3f}{r['auc_pr']:9.3f}"
+          f"{r['best_f1']:9.3f}{r['f1_pct']:9.3f}{r['fit_s']:8.1f}")
+
+# %% [markdown]
+# **Stored results** (not recomputed here: `python -m benchmarks.catch`, 3 seeds, 3 epochs,
+# train 4000 / test 2000 steps, CATCH defaults; PoCL on a 2-core share of an AMD EPYC: about
+# 1.0 s per training epoch of 3,105 windows, 3.2 s per CATCH fit of 3 epochs including scoring
+# the training series; the whole benchmark takes about a minute). Mean ± std over seeds 0,
+# 1, 2:
+#
+# | dataset | method | AUC-ROC | AUC-PR | best F1 | F1 @ top 5 % |
+# |---|---|---|---|---|---|
+# | point global | **CATCH** | **1.000±0.000** | **0.999±0.000** | **0.992±0.006** | **0.987±0.009** |
+# | | PCA | 0.713±0.003 | 0.146±0.008 | 0.218±0.007 | 0.197±0.005 |
+# | point contextual | **CATCH** | **0.975±0.010** | **0.937±0.013** | **0.946±0.005** | **0.907±0.012** |
+# | | PCA | 0.655±0.012 | 0.099±0.012 | 0.167±0.016 | 0.140±0.029 |
+# | shapelet | **CATCH** | **0.985±0.004** | **0.861±0.026** | **0.783±0.051** | **0.763±0.047** |
+# | | Autoencoder | 0.854±0.080 | 0.434±0.193 | 0.503±0.192 | 0.460±0.206 |
+# | | PCA | 0.851±0.083 | 0.434±0.217 | 0.509±0.169 | 0.453±0.205 |
+# | | IsolationForest | 0.833±0.059 | 0.382±0.143 | 0.444±0.151 | 0.405±0.139 |
+# | seasonal | **CATCH** | **0.976±0.007** | **0.803±0.056** | **0.739±0.040** | **0.711±0.040** |
+# | | PCA | 0.869±0.065 | 0.365±0.091 | 0.513±0.108 | 0.474±0.123 |
+# | | IsolationForest | 0.496±0.124 | 0.062±0.027 | 0.122±0.031 | 0.065±0.051 |
+# | trend | **CATCH** | **0.943±0.017** | **0.511±0.068** | **0.534±0.038** | **0.463±0.064** |
+# | | PCA | 0.747±0.014 | 0.231±0.087 | 0.332±0.073 | 0.299±0.092 |
+# | EURUSD (injected, top 3 %) | CATCH | 0.561±0.049 | **0.147±0.016** | **0.219±0.040** | **0.204±0.046** |
+# | | PCA | **0.645±0.071** | 0.082±0.023 | 0.179±0.049 | 0.035±0.004 |
+# | | IsolationForest | 0.641±0.073 | 0.134±0.107 | 0.213±0.112 | 0.122±0.158 |
+#
+# (Only the best baseline is listed where the others are far behind; `build/bench/catch.json`
+# has every row.)
+#
+# **Where CATCH wins and loses here.** On the synthetic sets it wins every metric, by the
+# widest margin on point anomalies: a spike is one badly reconstructed step, while the
+# baselines' 16-lag features smear it over 16 rows. On the pattern anomalies the margin in
+# AUC-ROC is smaller than in AUC-PR, and PCA (a linear model of 16 lags) is respectable.
+# On EURUSD it **loses** on AUC-ROC to PCA and IsolationForest: returns and volume are
+# heavy-tailed and not periodic, so reconstruction error is high on ordinary bars too, and
+# only its precision at the top of the ranking is better. The paper's AUC-ROC on its
+# synthetic sets (0.970 shapelet, 0.998 seasonal) come from other generated data, a larger
+# model and 20,000 training steps, so the figures are not comparable one to one.
+#
+# ## The paper-vs-code switches
+#
+# The seed's complex projection against the official linear one, and the paper's hard mask
+# against the code's finite fill, on the shapelet set (3 epochs each):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for options in ({}, {"projection": "complex"}, {"mask_fill": "inf"},
+                {"eval_mask": "threshold"}):
+    row = compare(data, seed=0, epochs=3, methods=["CATCH"], **options)[0]
+    print(f"{str(options or 'defaults'):28s} AUC-ROC {row['auc_roc']:.3f}  "
+          f"AUC-PR {row['auc_pr']:.3f}  best F1 {row['best_f1']:.3f}")
+
+# %% [markdown]
+# The two mask fills agree to about three decimals: the finite fill leaves a masked channel
+# $e^{-23/4} \approx 0.3\%$ of the weight it would have with a zero logit, and the hard mask
+# none, which barely moves a reconstruction. The complex projection is a restricted form of
+# the linear one and does about as well here with fewer parameters.
+#
+# ## EURUSD H1
+#
+# Real bars as five channels (log return, log range, body, upper wick, log volume). The
+# first 70 % train the model as they are; the rest get point, trend and shapelet anomalies
+# injected at known places.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+fx = eurusd_anomaly_split(load_eurusd(), seed=0)
+fx_model = CATCH(5, seed=0)
+fx_model.fit(fx["train"], epochs=3, progress=False)
+fx_scores = fx_model.score(fx["test"])
+print(", ".join(f"{k} {v:.2f}" for k, v in evaluate(fx["labels"], fx_scores, 3.0).items()))
+
+# %% [markdown]
+# And the raw series, for a qualitative look: the steps the model scores highest on real,
+# uninjected bars, marked on the close price.
+
+# %%
+bars = load_eurusd()
+raw, names = eurusd_channels(bars)
+cut = len(fx["train"])
+raw_scores = fx_model.score(raw[cut:])
+top = np.argsort(raw_scores)[-20:]
+close = np.asarray(bars["close"])[cut:]
+fig, ax = plt.subplots(figsize=(10, 3))
+ax.plot(close, lw=0.7)
+ax.plot(top, close[top], "rv", label="20 highest scores")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## Choosing the threshold
+#
+# `model.threshold(anomaly_ratio=...)` takes a percentile of the training scores (and of
+# any series passed, as the official code pools train and test). Drag the slider to move
+# the threshold on the shapelet test set and watch precision and recall trade off.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def show(ratio=5.0):
+    threshold = model.threshold(data["test"], anomaly_ratio=ratio)
+    predicted = scores > threshold
+    m = f1_at(labels, predicted)
+    fig, ax = plt.subplots(figsize=(10, 2.5))
+    ax.plot(scores, lw=0.7, color="k")
+    ax.axhline(threshold, color="b")
+    ax.fill_between(np.arange(len(labels)), 0, scores.max(), where=labels == 1, color="red",
+                    alpha=0.2)
+    ax.plot(np.flatnonzero(predicted), scores[predicted], "b.", ms=3)
+    ax.set_yscale("log")
+    ax.set_title(f"top {ratio:.1f} %: precision {m['precision']:.2f}, "
+                 f"recall {m['recall']:.2f}, F1 {m['f1']:.2f}")
+    plt.show()
+
+
+slider = widgets.interact(show, ratio=widgets.FloatSlider(value=5.0, min=0.5, max=20.0,
+                                                            step=0.5))
+
+# %% [markdown]
+# ## What this port changes, and why
+#
+# * **Mask gradient.** The mask enters as $m s + (1-m)c$ (or $m e^{z}$ for the hard mask),
+#   smooth in m, so the mask gradient is a true derivative that finite differences check,
+#   at masked entries too. The official code treats the fill as a constant.
+# * **Regular term** $\sum_{i\ne j} m_{ij}/(N(N-1))$, equal to $\lVert I-M\rVert_1/(N(N-1))$
+#   for a 0/1 mask; 0 for one channel.
+# * **No dropout**, nominal learning rates (1e-3, mask generator 1e-4), small widths.
+# * **Every step scored**, the tail by a window aligned to the series' end (the official
+#   evaluator pads the tail with zeros).

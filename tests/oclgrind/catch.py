@@ -1,0 +1,21 @@
+"""CATCH kernels (kernels/attention.cl, kernels/catch.cl): one training step and scoring of a
+tiny detector, both projections and both mask fills, on small odd sizes."""
+
+import numpy as np
+
+import nnlib
+from nnlib.catch import CATCH
+
+rt = nnlib.use_device("oclgrind")
+rng = np.random.default_rng(0)
+tiny = dict(window=20, patch_size=5, patch_stride=3, cf_dim=4, e_layers=1, n_heads=2,
+            head_dim=3, d_ff=5, d_model=2, batch_size=2, inference_patch_size=7)
+for n, projection, fill in ((3, "linear", "finite"), (1, "complex", "inf")):
+    model = CATCH(n, seed=0, runtime=rt, projection=projection, mask_fill=fill, **tiny)
+    batch = rng.standard_normal((2, n, 20)).astype(np.float32)
+    model._train_grads(batch, model._noise(rng, 2))
+    model.scale_mean, model.scale_std = np.zeros(n), np.ones(n)
+    model.score(rng.standard_normal((23, n)))
+rt.queue.finish()
+print("kernels run: masked_attention_*, channel_dc_*, revin_*, freq_patches, swap_axes12, "
+      "mask_*, layer_norm_*, gelu_*, join_rows, freq_mae, residual_windows, step_scores")
