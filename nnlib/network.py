@@ -60,6 +60,11 @@ class Sequential:
             p.zero_grad()
 
     def forward(self, x):
+        # Every layer lets go of its last pass's arrays first: the memory pool then hands the
+        # same buffers back, so the launchers need not set their arguments again (an output
+        # the caller still holds is not reused).
+        for layer in self.layers:
+            layer.release()
         for layer in self.layers:
             x = layer.forward(x)
         return x

@@ -229,8 +229,10 @@ costs = launch.main(["--count", "100", "--repeat", "3", "--sizes", "64", "104857
 #   queued before it, so it waits for them all);
 # * Python costs more than the enqueue: pyopencl sets every argument of a kernel on every
 #   call, so nnlib's layers launch through a `Launcher` (`nnlib/launcher.py`) that sets only
-#   the arguments that changed since the last step, and `Runtime.empty` uses pyopencl's fast
-#   array constructor (the checked one costs about 9 µs, as much as a launch);
+#   the arguments that changed since the last step (layers drop their last pass's arrays
+#   before allocating, so the memory pool hands back the same buffers and only Adam's two
+#   step sizes change), and `Runtime.empty` uses pyopencl's fast array constructor (the
+#   checked one costs about 9 µs, as much as a launch);
 # * fewer launches: the backward pass multiplies by the previous layer's activation
 #   derivative inside the input-gradient kernel, computes the bias gradient inside the
 #   weight-gradient kernel, skips the first layer's input gradient and writes the gradients

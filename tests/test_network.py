@@ -87,6 +87,20 @@ def test_fit_reports_history_and_predict_batches(rt, rng):
     np.testing.assert_allclose(net.predict(x, batch_size=3), net.predict(x), rtol=1e-6)
 
 
+def test_outputs_the_caller_keeps_stay_valid(rt, rng):
+    """Layers let go of their last pass's arrays so the pool can reuse them; an output the
+    caller still holds must not be among them."""
+    net = nnlib.Sequential([nnlib.Dense(7, 5, "tanh", seed=1, runtime=rt),
+                            nnlib.Dense(5, 3, seed=2, runtime=rt)])
+    x1, x2 = rng.standard_normal((2, 4, 7)).astype(np.float32)
+    first = net.forward(x1)
+    want = first.get()
+    for _ in range(3):
+        net.forward(x2)
+        net.train_step(x2, np.zeros((4, 3)), nnlib.optim.SGD(net.parameters(), lr=0.0))
+    np.testing.assert_array_equal(first.get(), want)
+
+
 def test_save_load_round_trip(rt, rng, tmp_path):
     net = mlp(rt, variant="seed")
     x, _ = data(rng)

@@ -30,6 +30,9 @@ class Layer:
     def parameters(self) -> list:
         return []
 
+    def release(self) -> None:
+        """Drop the arrays kept from the last forward pass for ``backward``."""
+
     def config(self) -> dict:
         raise NotImplementedError
 

@@ -115,6 +115,9 @@ class _Conv1dBase(Layer):
                             self.weight.value.data, dx.data, *geo)
         return dx
 
+    def release(self) -> None:
+        self._x = self._y = None
+
     def _take_grad(self, grad_out):
         if self._x is None:
             raise RuntimeError(f"{type(self).__name__}.backward called before forward")
@@ -197,6 +200,10 @@ class ComplexConv1d(_Conv1dBase):
                               runtime=self.runtime)
         self._act = [self.runtime.kernel("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
+        self._z = None
+
+    def release(self) -> None:
+        super().release()
         self._z = None
 
     def config(self) -> dict:

@@ -159,12 +159,16 @@ class Dense(Layer):
         batch = x.shape[0]
         if batch == 0:
             raise ValueError("Dense input: batch is empty")
+        self.release()
         y = self.runtime.empty((batch, self.n_out))
         self.kernels.forward(x, self.weight.value, self.bias.value, y, self.act)
         if self.act == ACTIVATIONS["softmax"]:
             self._softmax((batch,), None, y.data, np.int32(batch), np.int32(self.n_out))
         self._x, self._y = x, y
         return y
+
+    def release(self) -> None:
+        self._x = self._y = None
 
     def _require_forward(self):
         if self._x is None:
