@@ -181,23 +181,25 @@ class CATCH:
         best, best_val, bad = None, np.inf, 0
         for p in mg_params:
             p.zero_grad()
-        for epoch in range(epochs):
-            start, sums = time.perf_counter(), np.zeros(4)
+        bar = tqdm(range(epochs), desc="epochs", disable=not progress)
+        for epoch in bar:
+            start = time.perf_counter()
             order = rng.permutation(len(fit_w))
-            bar = tqdm(self._batches(fit_w[order]), desc=f"epoch {epoch + 1}/{epochs}",
-                       disable=not progress, leave=False)
-            for i, batch in enumerate(bar):
+            steps = []  # each step's losses, still on the device: read once per epoch
+            for i, batch in enumerate(self._batches(fit_w[order])):
                 main.zero_grad()
                 if (i + 1) % mg_every == 0:
                     mg.step()
                     mg.zero_grad()
-                sums += self._train_step(batch, rng)
-                bar.set_postfix(loss=f"{sums[0] / (i + 1):.4f}")
-            val = self._validate(val_w) if val_w is not None else float(sums[1] / n_batches)
-            mean = [float(v) for v in sums / n_batches]
-            row = {"epoch": epoch + 1, **dict(zip(("loss", "time", "freq", "dc"), mean)),
-                   "val": float(val), "seconds": time.perf_counter() - start}
+                steps.append(self._train_step(batch, rng))
+            t_loss, f_loss, d_loss = np.mean([[float(v) for v in s] for s in steps], axis=0)
+            val = self._validate(val_w) if val_w is not None else t_loss
+            total = t_loss + cfg["auxi_lambda"] * f_loss + cfg["dc_lambda"] * d_loss
+            row = {"epoch": epoch + 1, "loss": float(total), "time": float(t_loss),
+                   "freq": float(f_loss), "dc": float(d_loss), "val": float(val),
+                   "seconds": time.perf_counter() - start}
             self.history.append(row)
+            bar.set_postfix(loss=f"{total:.4f}", val=f"{val:.4f}")
             if not np.isfinite(row["loss"]) or not np.isfinite(val):
                 raise RuntimeError(f"CATCH.fit: the loss is not finite in epoch {epoch + 1}; "
                                    "lower lr")
@@ -230,16 +232,12 @@ class CATCH:
         err = self.net.backward(dxhat, cfg["auxi_lambda"] / count, dc_weight)
         return x, xhat, err
 
-    def _train_step(self, batch, rng) -> np.ndarray:
-        """Gradients and the main update; returns the (total, time, freq, dc) losses."""
-        cfg = self.config
+    def _train_step(self, batch, rng) -> tuple:
+        """Gradients and the main update, enqueued without waiting; returns the step's
+        (time, freq, dc) losses as DeviceLoss values, read when converted to float."""
         x, xhat, err = self._train_grads(batch, self._noise(rng, len(batch)))
         self._main.step()
-        t_loss = float(self._time_rows(xhat, x))
-        f_loss = float(err.get().astype(np.float64).sum() / x.size)
-        d_loss = float(self.net.dc_loss())
-        total = t_loss + cfg["auxi_lambda"] * f_loss + cfg["dc_lambda"] * d_loss
-        return np.array([total, t_loss, f_loss, d_loss])
+        return self._time_rows(xhat, x), DeviceLoss(err, x.size), self.net.dc_loss()
 
     def _validate(self, windows) -> float:
         rng, total = self._eval_rng(), 0.0
