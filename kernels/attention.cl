@@ -41,6 +41,11 @@ kernel void masked_attention_forward(global const float *qkv, global const float
     global const float *q = QKV(g, i, 0) + h * dh;
     global const float *m = mask + ((size_t)g * n + i) * n;
     global float *a = ROW(probs, g, h, i);
+    // BEGIN SOLUTION
+    // HINT: logits a[j] = masked_logit(dot_dh(q, QKV(g, j, 1) + h * dh, dh), m[j], scale, fill, hard)
+    // HINT: top = their maximum (hard mask: of the kept keys only); a[j] = exp(a[j] - top), times
+    // HINT: m[j] if hard (0 for a masked key: its exp may overflow); divide each a[j] by the sum
+    // HINT: lse[((size_t)g * heads + h) * n + i] = top + log(sum)
     float top = -INFINITY;
     for (int j = 0; j < n; ++j) {
         a[j] = masked_logit(dot_dh(q, QKV(g, j, 1) + h * dh, dh), m[j], scale, fill, hard);
@@ -49,12 +54,14 @@ kernel void masked_attention_forward(global const float *qkv, global const float
     }
     float sum = 0.0f;
     for (int j = 0; j < n; ++j) {
-        a[j] = (hard ? m[j] : 1.0f) * exp(a[j] - top);
+        // a masked key's logit may exceed top: never take its exp (0 * inf is NaN)
+        a[j] = !hard ? exp(a[j] - top) : m[j] != 0.0f ? m[j] * exp(a[j] - top) : 0.0f;
         sum += a[j];
     }
     for (int j = 0; j < n; ++j)
         a[j] /= sum;
     lse[((size_t)g * heads + h) * n + i] = top + log(sum);
+    // END SOLUTION
     global float *o = out + ((size_t)g * n + i) * inner + h * dh;
     for (int d = 0; d < dh; ++d) {
         float s = 0.0f;

@@ -27,8 +27,8 @@ from .network import LOSSES
 from .runtime import KernelBuildError, get_runtime
 
 __all__ = ["Verdict", "check_activation_grad", "check_balanced_accuracy", "check_cmulconj",
-           "check_dense_forward", "check_fft_radix2_stage", "check_output_gradient",
-           "check_sgd_update", "check_vector_add"]
+           "check_dense_forward", "check_fft_radix2_stage", "check_masked_softmax",
+           "check_output_gradient", "check_sgd_update", "check_vector_add"]
 
 class NotYet(Exception):
     """Stops a check (or one case) with what to tell the student."""
@@ -173,7 +173,8 @@ def _launch(kernel, grid: tuple, *args) -> None:
     most 64 per dimension, as nnlib's layers may launch it."""
     rt = get_runtime()
     limit = rt.work_group_size(kernel)
-    local = (min(64, limit),) if len(grid) == 1 else (min(16, limit), max(1, min(4, limit // 16)))
+    local = {1: (min(64, limit),), 2: (min(16, limit), max(1, min(4, limit // 16))),
+             3: (1, 1, min(64, limit))}[len(grid)]
     rt.launch(kernel, grid, local, *args).wait()
 
 
@@ -476,3 +477,56 @@ def check_fft_radix2_stage(folder) -> Verdict:
                        "k = j mod p, a = src[j], b = src[j + n/2] w^k; dst[2j - k] = a + b, "
                        "dst[2j - k + p] = a - b, both times scale")
     return _verdict("check_fft_radix2_stage", "fft_radix2_stage", cases, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- notebook 06
+
+def check_masked_softmax(folder) -> Verdict:
+    """The probabilities and log-sum-exp of ``masked_attention_forward(qkv, mask, out,
+    probs, lse, groups, n, heads, dh, fill, hard)`` in ``<folder>/attention.cl``, compared
+    with ``nnlib.reference.masked_attention_forward`` as rows of probs followed by lse."""
+    params = ("qkv", "mask", "out", "probs", "lse", "groups", "n", "heads", "dh", "fill",
+              "hard")
+
+    def joined(probs, lse):
+        return np.concatenate([probs, lse[..., None]], -1).astype(np.float32)
+
+    def cases():
+        kernel = _kernel(folder, "attention", "masked_attention_forward", params)
+        rng = _rng()
+        for groups, n, heads, dh, hard, size in ((1, 1, 1, 1, 0, 1.0), (3, 5, 2, 7, 0, 1.0),
+                                                  (3, 5, 2, 7, 1, 1.0), (_wide(), 3, 2, 4, 1, 1.0),
+                                                  (2, 6, 1, 4, 0, 40.0)):
+            qkv = size * rng.standard_normal((groups, n, 3 * heads * dh))
+            mask = (rng.random((groups, n, n)) < 0.5).astype(np.float32)
+            mask[:, np.arange(n), np.arange(n)] = 1
+
+            def run(qkv=qkv, mask=mask, heads=heads, dh=dh, hard=hard):
+                groups, n = mask.shape[:2]
+                grid = (n, heads, groups)
+                probs = _Output((groups, heads, n, n), n * _guard(grid))
+                lse = _Output((groups, heads, n), _guard(grid))
+                out = _Output((groups, n, heads * dh), heads * dh * _guard(grid))
+                _launch(kernel, grid, _device(qkv).data, _device(mask).data, out.array.data,
+                        probs.array.data, lse.array.data, np.int32(groups), np.int32(n),
+                        np.int32(heads), np.int32(dh), np.float32(ref.FINITE_FILL),
+                        np.int32(hard))
+                return joined(probs.get("probs"), lse.get("lse"))
+            _, probs, lse = ref.masked_attention_forward(qkv, mask, heads, hard=bool(hard))
+            largest = probs.max(-1)  # exp(top - lse): the row's largest probability
+            mistakes = {
+                "lse = top + log(sum): add back the maximum taken out before exp":
+                joined(probs, -np.log(largest)),
+                "divide every exp by the row's sum": joined(probs / largest[..., None], lse)}
+            if hard:
+                unmasked = ref.masked_attention_forward(qkv, np.ones_like(mask), heads, hard=True)
+                mistakes["the hard mask multiplies exp by m[j] (a masked key gets 0)"] = joined(
+                    *unmasked[1:])
+            label = (f"{groups} groups, n = {n}, {heads} heads of {dh}, "
+                     f"{'hard' if hard else 'finite'} mask"
+                     + (", large logits (exp overflows unless the row's largest logit is "
+                        "subtracted first)" if size > 1 else ""))
+            yield Case(label, run, joined(probs, lse), "probs | lse", mistakes,
+                       "subtract the row's largest logit before exp (large logits overflow "
+                       "otherwise), then divide by the sum")
+    return _verdict("check_masked_softmax", "the masked softmax", cases)

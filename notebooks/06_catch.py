@@ -500,3 +500,24 @@ slider = widgets.interact(show, ratio=widgets.FloatSlider(value=5.0, min=0.5, ma
 # * **No dropout**, nominal learning rates (1e-3, mask generator 1e-4), small widths.
 # * **Every step scored**, the tail by a window aligned to the series' end (the official
 #   evaluator pads the tail with zeros).
+#
+# ## Exercises
+#
+# 1. Train with `eval_mask="threshold"` and `gumbel="bernoulli"`. Do the scores change, and
+#    why is the difference small at a mask learning rate of 1e-4?
+# 2. Run `compare` on `anomaly_dataset("trend", seed=0)` with `patch_size=8, patch_stride=8`.
+#    Do finer frequency bands help on a slow ramp? Look at which bands a ramp changes.
+# 3. Write the masked softmax yourself (below).
+#
+# ### Checked exercise: the masked softmax
+# In the exercise version of this notebook (`make exercises`), the middle of
+# `masked_attention_forward` in `../kernels/attention.cl` is yours to write: the logits of
+# one query against every key, the row's maximum, the exponentials (with the hard mask, 0
+# for a masked key, whose exponential may overflow), the division by their sum and the
+# log-sum-exp that the backward pass reuses. The check runs it on one channel, odd sizes,
+# more groups than a work-group holds, and logits large enough to overflow an exp.
+
+# %%
+from nnlib import exercises
+
+exercises.check_masked_softmax("../kernels")

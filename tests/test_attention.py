@@ -86,13 +86,20 @@ def test_attention_kernels_match_reference(rt, rng, fill):
             np.testing.assert_allclose(dmask.get(), w_dmask, rtol=1e-3, atol=1e-4)
 
 
-def test_attention_hard_mask_removes_masked_channels(rt, rng):
+@pytest.mark.parametrize("scale", [1.0, 100.0])
+def test_attention_hard_mask_removes_masked_channels(rt, rng, scale):
+    """Masked keys get probability 0, also when their logits are far above the kept ones
+    (their exp would overflow: it must never be taken)."""
     qkv, mask = case(rng, 4, 6, 2, 3)
+    qkv *= scale
     att = MaskedAttention(2, "inf", runtime=rt)
     att.forward(rt.to_device(qkv), rt.to_device(mask))
     probs = att.probs.get()
     assert (probs[np.broadcast_to(mask[:, None] == 0, probs.shape)] == 0).all()
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
+    with np.errstate(over="raise", invalid="raise"):
+        want = ref.masked_attention_forward(qkv, mask, 2, hard=True)[1]
+    np.testing.assert_allclose(probs, want, rtol=1e-4, atol=1e-6)
 
 
 def test_dc_kernels_match_reference(rt, rng):

@@ -18,7 +18,7 @@ from .tools import load_tool
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_CHECKS = ["check_vector_add", "check_dense_forward", "check_activation_grad",
                  "check_output_gradient", "check_sgd_update", "check_cmulconj",
-                 "check_fft_radix2_stage"]
+                 "check_fft_radix2_stage", "check_masked_softmax"]
 
 
 make_exercises = load_tool("make_exercises")
@@ -51,7 +51,8 @@ def test_generated_kernels_hold_stubs_not_solutions(generated):
     solutions = {"vector.cl": "out[i] = a[i] + b[i]", "dense.cl": "float sum = bias[j];",
                  "activation.cl": "return 1.0f - y * y;", "loss.cl": "float d = y[i] - t[i];",
                  "complex.cl": "a.x * b.x + a.y * b.y", "fft.cl": "int o = 2 * j - k;",
-                 "optim.cl": "float grad = g[i] + weight_decay * w[i];"}
+                 "optim.cl": "floatv step = grad;",
+                 "attention.cl": "top = fmax(top, a[j]);"}
     for name, text in kernels.items():
         assert "SOLUTION" not in text and "YOUR CODE HERE" in text, name
         assert solutions[name] not in text, f"{name} still holds its solution"
@@ -150,6 +151,14 @@ WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must s
     ("check_fft_radix2_stage", "fft", "w.y = -w.y;", ";", "conjugate the twiddle"),
     ("check_sgd_update", "optim", "store_v(wi - lr * step,", "store_v(wi + lr * step,",
      "the step has the wrong sign"),
+    ("check_masked_softmax", "attention", "a[j] /= sum;", ";", "divide every exp by the row"),
+    ("check_masked_softmax", "attention", "lse[((size_t)g * heads + h) * n + i] = top + log(sum);",
+     "lse[((size_t)g * heads + h) * n + i] = log(sum);", "add back the maximum"),
+    ("check_masked_softmax", "attention", "!hard ? exp(a[j] - top) : m[j] != 0.0f ? m[j] * "
+     "exp(a[j] - top)", "!hard ? exp(a[j]) : m[j] != 0.0f ? m[j] * exp(a[j])",
+     "FAILED  2 groups, n = 6, 1 heads of 4, finite mask, large logits"),
+    ("check_masked_softmax", "attention", "m[j] != 0.0f ? m[j] * exp(a[j] - top) : 0.0f",
+     "exp(a[j] - top)", "the hard mask multiplies exp by m[j]"),
 ]
 
 

@@ -35,7 +35,8 @@ def masked_attention_forward(qkv, mask, heads: int, fill=FINITE_FILL, hard: bool
     _, z, m, _ = _logits(q, k, mask, fill, hard)
     weight = m if hard else np.ones_like(z)
     top = np.where(weight > 0, z, -np.inf).max(-1, keepdims=True)
-    e = weight * np.exp(z - top)
+    used = weight != 0  # a masked key's logit may exceed top: never take its exp
+    e = np.where(used, weight * np.exp(np.where(used, z - top, 0.0)), 0.0)
     total = e.sum(-1, keepdims=True)
     probs = e / total
     out = probs @ v  # (g, h, n, dh)
