@@ -1,4 +1,4 @@
-"""Per-kernel device time of one training step, from OpenCL profiling events.
+"""Per-kernel device time of a training step (median of 10), from OpenCL profiling events.
 
     .venv/bin/python -m benchmarks.profile_step [--batch 64]
 """
@@ -6,6 +6,8 @@
 import argparse
 import contextlib
 from collections import defaultdict
+
+import numpy as np
 
 from nnlib.launcher import Launcher
 
@@ -33,24 +35,28 @@ def recording(rt):
         Launcher.__call__ = call
 
 
-def step_breakdown(net, x, y, optimizer) -> dict:
-    """{kernel name: (launches, device microseconds)} of one ``net.train_step``."""
+def step_breakdown(net, x, y, optimizer, steps: int = 10) -> dict:
+    """{kernel name: (launches per step, device microseconds per step)} of
+    ``net.train_step``: the median over ``steps`` steps, each waited for before the next."""
     float(net.train_step(x, y, optimizer))  # warm: programs built, buffers pooled
-    with recording(net.runtime) as events:
-        float(net.train_step(x, y, optimizer))
-    table = defaultdict(lambda: [0, 0.0])
-    for name, event in events:
-        table[name][0] += 1
-        table[name][1] += (event.profile.end - event.profile.start) * 1e-3
-    return {name: tuple(v) for name, v in sorted(table.items(), key=lambda kv: -kv[1][1])}
+    runs = []
+    for _ in range(steps):
+        with recording(net.runtime) as events:
+            float(net.train_step(x, y, optimizer))
+        table = defaultdict(lambda: [0, 0.0])
+        for name, event in events:
+            table[name][0] += 1
+            table[name][1] += (event.profile.end - event.profile.start) * 1e-3
+        runs.append(table)
+    median = {name: (count, float(np.median([run[name][1] for run in runs])))
+              for name, (count, _) in runs[0].items()}
+    return dict(sorted(median.items(), key=lambda kv: -kv[1][1]))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=64)
     args = parser.parse_args(argv)
-    import numpy as np
-
     import nnlib
 
     from .train_step import SIZES, nnlib_net
