@@ -3,6 +3,7 @@ the baselines on one easy case."""
 
 import numpy as np
 import pytest
+from sklearn import metrics as sk
 
 import nnlib
 from nnlib.catch import baselines, metrics
@@ -47,16 +48,11 @@ def test_eurusd_split_has_labels_and_finite_channels():
     assert len(data["time"]) == len(data["test"])
 
 
-def test_metrics_match_scikit_learn(rng):
-    sk = pytest.importorskip("sklearn.metrics")
+def test_best_f1_matches_scikit_learn(rng):
     for size in (7, 500):
         labels = (rng.random(size) < 0.2).astype(int)
         labels[:2] = (0, 1)
         for scores in (rng.standard_normal(size), rng.integers(0, 4, size).astype(float)):
-            assert metrics.auc_roc(labels, scores) == pytest.approx(
-                sk.roc_auc_score(labels, scores))
-            assert metrics.auc_pr(labels, scores) == pytest.approx(
-                sk.average_precision_score(labels, scores))
             p, r, _ = sk.precision_recall_curve(labels, scores)
             f1 = np.max(2 * p * r / np.maximum(p + r, 1e-300))
             assert metrics.best_f1(labels, scores)["f1"] == pytest.approx(f1)
@@ -75,8 +71,6 @@ def test_metrics_hand_made_and_bad_input():
 
 @pytest.mark.parametrize("name", list(baselines.BASELINES))
 def test_baselines_find_a_global_spike(name):
-    if name != "Autoencoder":
-        pytest.importorskip("sklearn")
     data = anomaly_dataset("point_global", 800, 400, n_channels=2, seed=0)
     model = baselines.BASELINES[name]()
     model.fit(data["train"])

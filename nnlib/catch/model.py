@@ -87,8 +87,8 @@ class _Head:
 
 
 class CATCHNet:
-    """The graph of the module docstring with its parameters; ``step(x, noise, ...)`` runs
-    forward and backward and leaves the gradients in the parameters."""
+    """The graph of the module docstring with its parameters: ``forward(x, noise)`` keeps
+    what ``backward`` needs, and ``backward`` adds the loss gradients to the parameters."""
 
     def __init__(self, n_channels, window, patch_size, patch_stride, cf_dim, e_layers,
                  n_heads, head_dim, d_ff, d_model, projection, mask_fill, gumbel,
