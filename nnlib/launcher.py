@@ -13,7 +13,6 @@ from __future__ import annotations
 import pyopencl as cl
 
 
-
 class Launcher:
     """Enqueue ``kernel`` like ``Runtime.launch`` (the global size padded to a multiple of the
     local size), setting only the arguments that differ from the previous launch."""

@@ -159,7 +159,6 @@ class Dense(Layer):
         batch = x.shape[0]
         if batch == 0:
             raise ValueError("Dense input: batch is empty")
-        self.release()
         y = self.runtime.empty((batch, self.n_out))
         self.kernels.forward(x, self.weight.value, self.bias.value, y, self.act)
         if self.act == ACTIVATIONS["softmax"]:
