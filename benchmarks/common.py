@@ -19,9 +19,17 @@ def set_pocl_threads(threads):
         os.environ["POCL_MAX_PTHREAD_COUNT"] = str(threads)
 
 
+WARM_UP_S = 0.2
+
+
 def median_s(fn, repeat: int) -> float:
-    """Median seconds of ``fn()`` over ``repeat`` runs after one warm-up run."""
+    """Median seconds of ``fn()`` over ``repeat`` runs, after warm-up runs for at least
+    WARM_UP_S seconds (builds, caches, and the cores' clocks and threads waking up: on this
+    kind of machine a kernel timed right after idle cores runs up to 1.7x slower)."""
+    start = time.perf_counter()
     fn()
+    while time.perf_counter() - start < WARM_UP_S:
+        fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -112,7 +112,7 @@ for device in real:
     nnlib.use_device(device)
     print(device.name.strip())
     results[device.name.strip()] = dense.main(
-        ["--widths", "64", "256", "1024", "--batches", "1", "16", "64", "--repeat", "3",
+        ["--widths", "64", "256", "1024", "--batches", "1", "16", "64", "--repeat", "7",
          "--seed-max-width", "1024", "--name", "notebook_dense"])
 rt = nnlib.use_device(real[0])
 
@@ -193,7 +193,7 @@ plt.show()
 # %%
 # NBVAL_IGNORE_OUTPUT
 by_threads = {t: run_child("dense", ["--widths", "256", "1024", "--batches", "64",
-                                     "--repeat", "3", "--seed-max-width", "0",
+                                     "--repeat", "7", "--seed-max-width", "0",
                                      "--pocl-threads", str(t), "--name", f"notebook_t{t}"])
               for t in (1, 2)}
 
@@ -220,10 +220,10 @@ plt.show()
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-costs = launch.main(["--count", "100", "--repeat", "3", "--sizes", "64", "1048576"])
+costs = launch.main(["--count", "100", "--repeat", "7", "--sizes", "64", "1048576"])
 
 # %% [markdown]
-# Four lessons for a training step:
+# Five lessons for a training step:
 # * never wait for the device inside it: `train_step` returns a loss that is read only when
 #   asked, and `to_device` copies without blocking (a blocking copy runs after every kernel
 #   queued before it, so it waits for them all);
@@ -244,7 +244,11 @@ costs = launch.main(["--count", "100", "--repeat", "3", "--sizes", "64", "104857
 #   kernels' `if (skip[1]) return;` defeated that, so each work-item now handles `VW`
 #   consecutive elements as one vector (`VW` = the device's preferred width: 16 with
 #   AVX-512, 1 on a GPU, whose warps are the vectors). Adam over 254,000 weights went from
-#   about 90 to about 45 µs.
+#   about 90 to about 45 µs;
+# * beware of subnormal numbers (magnitudes below 1.2e-38): once a weight's gradient stays 0,
+#   Adam's moments decay towards them, and a CPU computes on them much more slowly. Trained on
+#   one batch until its loss reached 0, the batch-1 step below slowed from 0.20 to 0.35 ms.
+#   nnlib builds every kernel with `-cl-denorms-are-zero`, which flushes them to 0 as GPUs do.
 #
 # ## One training step, kernel by kernel
 #
@@ -278,7 +282,7 @@ plt.show()
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-steps = train_step.main(["--batches", "64", "1", "--steps", "10", "--repeat", "3",
+steps = train_step.main(["--batches", "64", "1", "--steps", "10", "--repeat", "7",
                          "--no-tinygrad"])
 
 # %% [markdown]
