@@ -67,7 +67,7 @@ class Optimizer:
         self.steps = 0
         self.events: list = []  # the last step's update kernels, for profiling
         rt = self.runtime
-        self._layout = FlatLayout(self.params) if self.flat else None
+        self._flat_layout = None  # built on first use, once the constructor's checks passed
         self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped before, last skipped]
         self._vw = rt.vector_width  # elements per work-item of the elementwise kernels
         self._options = (f"-DVW={self._vw}",)
@@ -85,6 +85,13 @@ class Optimizer:
     def _items(self, n: int) -> tuple:
         """The global size of an elementwise kernel over ``n`` elements."""
         return (-(-n // self._vw),)
+
+    @property
+    def _layout(self) -> FlatLayout | None:
+        """The parameters' flat layout (None for rules that launch per tensor)."""
+        if self.flat and self._flat_layout is None:
+            self._flat_layout = FlatLayout(self.params)
+        return self._flat_layout
 
     @property
     def fused(self) -> bool:
