@@ -6,7 +6,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .runtime import Runtime, get_runtime, round_up
+from .runtime import Runtime, check_shape, resolve_runtime, round_up
 
 
 class Parameter:
@@ -19,14 +19,17 @@ class Parameter:
 
     def __init__(self, array, name: str = "param", block_size: int | None = None,
                  runtime: Runtime | None = None):
-        self.runtime = runtime or get_runtime()
-        host = np.asarray(array)
+        self.runtime = resolve_runtime(runtime)
+        if not isinstance(name, str):
+            raise TypeError(f"a parameter's name must be a str, got {type(name).__name__}")
+        host = array.get() if isinstance(array, cla.Array) else np.asarray(array)
         if not np.issubdtype(host.dtype, np.floating):
             raise TypeError(f"{name}: a parameter needs floating-point values, got {host.dtype}")
         self.value = self.runtime.to_device(host, name=name)
         self.grad = self.runtime.zeros(self.value.shape)
         self.name = name
-        if block_size is not None and (block_size < 1 or self.value.size % block_size):
+        if block_size is not None and (isinstance(block_size, bool) or not isinstance(
+                block_size, (int, np.integer)) or block_size < 1 or self.value.size % block_size):
             raise ValueError(f"{name}: block_size {block_size} does not divide size {self.size}")
         self.block_size = block_size
 
@@ -42,11 +45,18 @@ class Parameter:
         return self.value.get()
 
     def set(self, array) -> None:
-        """Overwrite the value from host data of the same shape."""
-        self.value.set(np.ascontiguousarray(array, dtype=np.float32))
+        """Overwrite the value from real numbers of the same shape (numpy or device arrays;
+        NaN and infinity are allowed here: a test may plant a diverged weight)."""
+        host = array.get() if isinstance(array, cla.Array) else np.asarray(array)
+        if not (np.issubdtype(host.dtype, np.number) or host.dtype == bool) \
+                or np.iscomplexobj(host):
+            raise TypeError(f"{self.name}: expected real numbers, got dtype {host.dtype}")
+        check_shape(self.name, host.shape, self.shape)
+        with np.errstate(over="ignore"):
+            self.value.set(np.ascontiguousarray(host, dtype=np.float32))
 
     def zero_grad(self) -> None:
-        self.grad.fill(0)
+        self.runtime.fill(self.grad, 0)
 
     def __repr__(self):
         return f"Parameter({self.name}, shape={self.shape})"
@@ -88,7 +98,7 @@ class FlatLayout:
         rt = self.runtime
         out = cla.Array(rt.queue, (self.size,), np.float32,
                         data=cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 4 * self.size))
-        out.fill(0)
+        rt.fill(out, 0)
         return out
 
     def views(self, arena: cla.Array) -> list:

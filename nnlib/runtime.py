@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 import warnings
+from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
 
@@ -247,6 +249,11 @@ def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
+# Programs kept per runtime (least recently used dropped first): every distinct source text
+# (e.g. each version of a student's kernel file) is a new program.
+MAX_PROGRAMS = 64
+
+
 class Runtime:
     """A device with its context, one in-order profiling queue and its built programs."""
 
@@ -259,8 +266,12 @@ class Runtime:
         self.max_work_group_size = self.device.max_work_group_size
         # Freed device arrays return their buffers here, so per-step allocations are cheap.
         self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
-        self._programs: dict = {}
-        self._kernels: dict = {}
+        # (source, options) -> program, least recently used first
+        self._programs: OrderedDict = OrderedDict()
+        self._kernels: dict = {}  # (topic, name, options) -> kernel of kernels/<topic>.cl
+        # Held while a shared kernel's arguments are set and it is enqueued (OpenCL kernel
+        # arguments are not thread-safe), and while the program cache changes.
+        self.lock = threading.RLock()
 
     def __repr__(self):
         return f"Runtime({self.device.platform.name}: {self.device.name.strip()})"
@@ -271,11 +282,14 @@ class Runtime:
 
     def program(self, topic: str, options: tuple = (), folder=None) -> cl.Program:
         """``kernels/<topic>.cl`` (or ``<folder>/<topic>.cl``) built once per runtime, source
-        text and option set: an edited file is built again. Every build flushes subnormal
-        floats (below 1.2e-38) to zero (BUILD_OPTIONS)."""
+        text and option set: an edited file is built again. The last MAX_PROGRAMS builds are
+        kept. Every build flushes subnormal floats (below 1.2e-38) to zero (BUILD_OPTIONS)."""
         src = program_source(topic, folder)
         key = (src, tuple(options))
-        if key not in self._programs:
+        with self.lock:
+            if key in self._programs:
+                self._programs.move_to_end(key)
+                return self._programs[key]
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", cl.CompilerWarning)
@@ -288,14 +302,18 @@ class Runtime:
                     f"({self.device.platform.name}). Build log:\n{err}{hint}"
                 ) from None
             self._programs[key] = prg
-        return self._programs[key]
+            while len(self._programs) > MAX_PROGRAMS:
+                self._programs.popitem(last=False)
+            return prg
 
     def kernel(self, topic: str, name: str, options: tuple = ()) -> cl.Kernel:
-        """The kernel ``name`` from ``kernels/<topic>.cl``, fetched once and kept."""
+        """The kernel ``name`` from ``kernels/<topic>.cl``, fetched once and kept. Launch it
+        with :meth:`launch` (which sets its arguments under the runtime's lock)."""
         key = (topic, name, tuple(options))
-        if key not in self._kernels:
-            self._kernels[key] = cl.Kernel(self.program(topic, options), name)
-        return self._kernels[key]
+        with self.lock:
+            if key not in self._kernels:
+                self._kernels[key] = cl.Kernel(self.program(topic, options), name)
+            return self._kernels[key]
 
     @property
     def vector_width(self) -> int:
@@ -311,10 +329,23 @@ class Runtime:
         )
 
     def launch(self, kernel, global_size, local_size, *args, wait_for=None) -> cl.Event:
-        """Enqueue ``kernel``; a global size is padded up to a multiple of the local size."""
+        """Enqueue ``kernel``; a global size is padded up to a multiple of the local size.
+        Safe from several threads: the arguments are set and the kernel enqueued under
+        the runtime's lock, so no other launch of the same kernel comes between."""
+        if 0 in global_size:  # nothing to compute (an empty array)
+            return cl.enqueue_marker(self.queue, wait_for=wait_for)
         if local_size is not None:
             global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
-        return kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
+        with self.lock:
+            kernel.set_args(*args)
+            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size,
+                                              wait_for=wait_for)
+
+    def fill(self, array: cla.Array, value) -> None:
+        """``array.fill(value)`` under the runtime's lock (pyopencl's fill kernel is shared
+        by every thread using this context)."""
+        with self.lock:
+            array.fill(value)
 
     def empty(self, shape, dtype=np.float32) -> cla.Array:
         """An uninitialised C-contiguous array from the memory pool.
@@ -336,42 +367,75 @@ class Runtime:
 
     def zeros(self, shape, dtype=np.float32) -> cla.Array:
         out = self.empty(shape, dtype)
-        out.fill(0)
+        self.fill(out, 0)
         return out
 
     def to_device(self, array, name: str = "input", shape=None, dtype=np.float32):
-        """A float32 device array from a numpy array (checked, copied without waiting) or a
-        device array (passed on).
+        """The one way in for arrays: a C-contiguous device array of ``dtype`` (float32 unless
+        asked) from a numpy array, anything ``np.asarray`` takes, or a device array of any
+        layout. A contiguous device array of the right dtype is passed on; any other is copied
+        (an offset slice on the device, a strided view or another dtype via the host).
 
-        Refuses non-numeric data, NaN/inf and a wrong number of dimensions or wrong
-        sizes (``shape`` may hold ``None`` for a free axis), with a message naming ``name``.
+        Refuses non-numeric data, NaN/inf (in data copied through the host), arrays of
+        another context and a wrong number of dimensions or wrong sizes (``shape`` may hold
+        ``None`` for a free axis), with a message naming ``name``.
         """
+        dtype = np.dtype(dtype)
         if isinstance(array, cla.Array):
-            if array.dtype != dtype:
-                raise TypeError(
-                    f"{name}: device array has dtype {array.dtype}, need {np.dtype(dtype)}"
-                )
             if array.context != self.context:
                 raise ValueError(f"{name}: device array lives on another OpenCL context")
             check_shape(name, array.shape, shape)
-            return array
-        host = np.asarray(array)
+            if array.dtype == dtype and array.flags.c_contiguous:
+                if array.offset == 0:
+                    return array
+                out = self.empty(array.shape, dtype)  # an offset slice: copy on the device
+                if array.size:
+                    out.add_event(cl.enqueue_copy(
+                        self.queue, out.data, array.base_data, src_offset=array.offset,
+                        byte_count=array.nbytes, wait_for=array.events))
+                return out
+            if np.iscomplexobj(array) != np.issubdtype(dtype, np.complexfloating):
+                raise TypeError(f"{name}: device array has dtype {array.dtype}, need {dtype}")
+            array = _strided_get(array)
+        elif not isinstance(array, np.ndarray):
+            try:
+                array = np.asarray(array)
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"{name}: expected an array of numbers ({err})") from None
+        host = array
         if not (np.issubdtype(host.dtype, np.number) or host.dtype == bool):
             raise TypeError(f"{name}: expected numbers, got dtype {host.dtype}")
-        if np.iscomplexobj(host) != np.issubdtype(np.dtype(dtype), np.complexfloating):
-            raise TypeError(f"{name}: got dtype {host.dtype}, need {np.dtype(dtype)}")
+        if np.iscomplexobj(host) != np.issubdtype(dtype, np.complexfloating):
+            raise TypeError(f"{name}: got dtype {host.dtype}, need {dtype}")
         check_shape(name, host.shape, shape)
-        host = np.ascontiguousarray(host, dtype=dtype)
-        if not np.isfinite(host).all():
-            raise ValueError(f"{name}: contains NaN or infinity")
-        if np.may_share_memory(host, array):
-            host = host.copy()  # the caller may change its array before the copy is done
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = np.ascontiguousarray(host, dtype=dtype)
+        if not np.isfinite(converted).all():
+            raise ValueError(f"{name}: contains NaN or infinity (or values too large for "
+                             f"{dtype})")
+        if np.may_share_memory(converted, host):
+            converted = converted.copy()  # the caller may change its array before the copy
         # Copy without waiting: a blocking copy would also wait for every kernel queued
-        # before it. The array keeps the copy's event, which keeps ``host`` alive until done.
-        out = self.empty(host.shape, dtype)
-        if host.size:
-            out.add_event(cl.enqueue_copy(self.queue, out.data, host, is_blocking=False))
+        # before it. The array keeps the copy's event, which keeps the host copy alive.
+        out = self.empty(converted.shape, dtype)
+        if converted.size:
+            out.add_event(cl.enqueue_copy(self.queue, out.data, converted, is_blocking=False))
         return out
+
+
+def _strided_get(array: cla.Array) -> np.ndarray:
+    """A device array of any strides and offset read to the host, as a numpy array of the
+    same layout (the bytes it spans are copied, then viewed with its strides)."""
+    if array.size == 0:
+        return np.empty(array.shape, array.dtype)
+    itemsize = array.dtype.itemsize
+    low = array.offset + sum(min(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))
+    high = array.offset + sum(max(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))
+    span = np.empty(high + itemsize - low, np.uint8)
+    cl.enqueue_copy(array.queue, span, array.base_data, src_offset=low, is_blocking=True,
+                    wait_for=array.events)
+    return np.ndarray(array.shape, array.dtype, buffer=span, offset=array.offset - low,
+                      strides=array.strides)
 
 
 def check_shape(name: str, got: tuple, want) -> None:
@@ -383,21 +447,42 @@ def check_shape(name: str, got: tuple, want) -> None:
 
 
 _default: Runtime | None = None
+_runtimes: dict = {}  # one runtime per device that use_device chose: asking again reuses it
+_default_lock = threading.Lock()
 
 
 def get_runtime() -> Runtime:
     """The default runtime, created on first use."""
     global _default
-    if _default is None:
-        _default = Runtime()
-    return _default
+    with _default_lock:
+        if _default is None:
+            _default = Runtime()
+            _runtimes.setdefault(_default.device.int_ptr, _default)
+        return _default
 
 
 def use_device(spec=None) -> Runtime:
-    """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime."""
+    """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime.
+    Each device gets one runtime, made on its first use and reused after (a context and its
+    programs cost megabytes)."""
     global _default
-    _default = Runtime(spec)
-    return _default
+    device = find_device(spec)
+    with _default_lock:
+        if device.int_ptr not in _runtimes:
+            _runtimes[device.int_ptr] = Runtime(device)
+        _default = _runtimes[device.int_ptr]
+        return _default
+
+
+def resolve_runtime(runtime) -> Runtime:
+    """``runtime`` if it is a :class:`Runtime`, the default one for ``None``, else a clear
+    error (the argument every layer, parameter and model takes)."""
+    if runtime is None:
+        return get_runtime()
+    if not isinstance(runtime, Runtime):
+        raise TypeError(f"runtime must be an nnlib.Runtime (nnlib.get_runtime(), "
+                        f"nnlib.use_device(...)) or None, got {type(runtime).__name__}")
+    return runtime
 
 
 def event_ms(*events: cl.Event) -> float:

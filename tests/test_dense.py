@@ -87,8 +87,11 @@ def test_bad_inputs_get_clear_errors(rt):
         layer.forward(np.array([[0.0, np.nan, 0.0, 0.0]]))
     with pytest.raises(TypeError, match="expected numbers"):
         layer.forward(np.array([["a", "b", "c", "d"]]))
+    # a float64 device array is converted, as a float64 numpy array is
+    want = layer.forward(np.zeros((1, 4))).get()
+    np.testing.assert_array_equal(layer.forward(rt.zeros((1, 4), dtype=np.float64)).get(), want)
     with pytest.raises(TypeError, match="dtype"):
-        layer.forward(rt.zeros((1, 4), dtype=np.float64))
+        layer.forward(rt.zeros((1, 4), dtype=np.complex64))
     with pytest.raises(ValueError, match="unknown activation 'gelu'"):
         nnlib.Dense(4, 2, activation="gelu", runtime=rt)
     with pytest.raises(ValueError, match="n_in must be a positive integer"):

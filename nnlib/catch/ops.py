@@ -1,13 +1,15 @@
 """Small device operations of the CATCH graph (kernels/catch.cl): layer norm, GELU, the mask
 generator, RevIN, frequency patches, axis swaps, row joins, the frequency loss and the
-per-step scores. Arrays are pyopencl arrays; series are (batch, channels, time)."""
+per-step scores. Arrays are numpy or pyopencl arrays of any layout (each goes through
+``Runtime.to_device``); series are (batch, channels, time)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyopencl.array as cla
 
 from .. import fft
-from ..layers.base import Layer
+from ..layers.base import Layer, positive_int
 from ..parameter import Parameter
 
 i32, f32 = np.int32, np.float32
@@ -22,7 +24,7 @@ class LayerNorm(Layer):
 
     def __init__(self, width: int, runtime=None):
         super().__init__(runtime)
-        self.width = int(width)
+        self.width = positive_int("LayerNorm", "width", width)
         self.gamma = Parameter(np.ones(width), "gamma", runtime=self.runtime)
         self.beta = Parameter(np.zeros(width), "beta", runtime=self.runtime)
         self._saved = None
@@ -35,6 +37,10 @@ class LayerNorm(Layer):
 
     def forward(self, x):
         rt, c = self.runtime, self.width
+        x = rt.to_device(x, "LayerNorm input")
+        if x.ndim < 1 or x.shape[-1] != c or x.size == 0:
+            raise ValueError(f"LayerNorm input: expected a non-empty shape (..., {c}), got "
+                             f"{x.shape}")
         rows = x.size // c
         y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty((rows,))
         rt.launch(_k(rt, "layer_norm_forward"), (rows,), None, x.data, self.gamma.value.data,
@@ -44,7 +50,10 @@ class LayerNorm(Layer):
 
     def backward(self, grad_out):
         rt, c = self.runtime, self.width
+        if self._saved is None:
+            raise RuntimeError("LayerNorm.backward called before forward")
         xhat, rstd = self._saved
+        grad_out = rt.to_device(grad_out, "LayerNorm grad_out", shape=xhat.shape)
         rows = xhat.size // c
         dx = rt.empty(xhat.shape)
         rt.launch(_k(rt, "layer_norm_backward_input"), (rows,), None, grad_out.data,
@@ -60,7 +69,10 @@ class GELU(Layer):
     def config(self) -> dict:
         return {}
 
+    _x = None
+
     def forward(self, x):
+        x = self.runtime.to_device(x, "GELU input")
         y = self.runtime.empty(x.shape)
         self.runtime.launch(_k(self.runtime, "gelu_forward"), (x.size,), None, x.data, y.data,
                             i32(x.size))
@@ -68,6 +80,9 @@ class GELU(Layer):
         return y
 
     def backward(self, grad_out):
+        if self._x is None:
+            raise RuntimeError("GELU.backward called before forward")
+        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=self._x.shape)
         dx = self.runtime.empty(grad_out.shape)
         self.runtime.launch(_k(self.runtime, "gelu_backward"), (dx.size,), None, self._x.data,
                             grad_out.data, dx.data, i32(dx.size))
@@ -85,7 +100,9 @@ class MaskGenerator(Layer):
         super().__init__(runtime)
         if gumbel not in ("code", "bernoulli"):
             raise ValueError(f"unknown gumbel mode {gumbel!r}; choose 'code' or 'bernoulli'")
-        self.n, self.width, self.gumbel = int(n), int(width), gumbel
+        self.n = positive_int("MaskGenerator", "n", n)
+        self.width = positive_int("MaskGenerator", "width", width)
+        self.gumbel = gumbel
         self.weight = Parameter(np.zeros((n, width)), "weight", block_size=width,
                                 runtime=self.runtime)
         self._saved = None
@@ -99,7 +116,11 @@ class MaskGenerator(Layer):
     def forward(self, z, noise):
         """z (groups, n, width) patches, noise (groups, n, n) -> mask (groups, n, n)."""
         rt, n = self.runtime, self.n
+        z = rt.to_device(z, "MaskGenerator patches", shape=(None, n, self.width))
         groups = z.shape[0]
+        if groups == 0:
+            raise ValueError("MaskGenerator patches: batch is empty")
+        noise = rt.to_device(noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
         rt.launch(_k(rt, "mask_sample"), (n, n, groups), None, z.data, self.weight.value.data,
                   noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
@@ -110,7 +131,10 @@ class MaskGenerator(Layer):
     def backward(self, grad_out):
         """Adds dL/dW (straight-through) to weight.grad; the patches need no gradient."""
         rt = self.runtime
+        if self._saved is None:
+            raise RuntimeError("MaskGenerator.backward called before forward")
         z, slope = self._saved
+        grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
         rt.launch(_k(rt, "mask_weight_grad"), (self.width, self.n), None, z.data, slope.data,
                   grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
                   i32(self.width))
@@ -118,6 +142,7 @@ class MaskGenerator(Layer):
 
 def revin_norm(rt, x):
     """x (batch, channels, t) -> (normalised, mean, std), statistics per row."""
+    x = rt.to_device(x, "revin_norm input", shape=(None, None, None))
     b, c, t = x.shape
     out, mean, std = rt.empty(x.shape), rt.empty((b, c)), rt.empty((b, c))
     rt.launch(_k(rt, "revin_norm"), (b * c,), None, x.data, out.data, mean.data, std.data,
@@ -127,6 +152,11 @@ def revin_norm(rt, x):
 
 def revin_denorm(rt, y, mean, std, shift: bool = True):
     """y * std + mean per row; ``shift=False`` gives the backward pass (times std)."""
+    mean = rt.to_device(mean, "revin_denorm mean")
+    std = rt.to_device(std, "revin_denorm std", shape=mean.shape)
+    y = rt.to_device(y, "revin_denorm input")
+    if mean.size == 0 or y.size % mean.size:
+        raise ValueError(f"revin_denorm: {y.shape} does not split into {mean.size} rows")
     rows, t = mean.size, y.size // mean.size
     out = rt.empty(y.shape)
     rt.launch(_k(rt, "revin_denorm"), (t, rows), None, y.data, mean.data, std.data, out.data,
@@ -136,7 +166,11 @@ def revin_denorm(rt, y, mean, std, shift: bool = True):
 
 def freq_patches(rt, spec, p: int, s: int):
     """spectrum (batch, channels, t) complex -> (batch, patches, channels, 2p) [Re | Im]."""
+    spec = rt.to_device(spec, "freq_patches spectrum", shape=(None, None, None),
+                        dtype=np.complex64)
     b, c, t = spec.shape
+    if not 1 <= p <= t or s < 1:
+        raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
     rt.launch(_k(rt, "freq_patches"), (2 * p, c, b * patches), None, spec.data, out.data,
@@ -146,6 +180,7 @@ def freq_patches(rt, spec, p: int, s: int):
 
 def swap_axes12(rt, x):
     """(n0, n1, n2, n3) -> (n0, n2, n1, n3), a new array."""
+    x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
     rt.launch(_k(rt, "swap_axes12"), (n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
@@ -155,6 +190,8 @@ def swap_axes12(rt, x):
 
 def join_rows(rt, a, b):
     """[a | b] row by row: (rows, na), (rows, nb) -> (rows, na + nb)."""
+    a = rt.to_device(a, "join_rows a", shape=(None, None))
+    b = rt.to_device(b, "join_rows b", shape=(a.shape[0], None))
     rows, na, nb = a.shape[0], a.shape[1], b.shape[1]
     out = rt.empty((rows, na + nb))
     rt.launch(_k(rt, "join_rows"), (na + nb, rows), None, a.data, b.data, out.data, i32(rows),
@@ -164,7 +201,10 @@ def join_rows(rt, a, b):
 
 def split_rows(rt, x, na: int):
     """The adjoint of ``join_rows``: (rows, na + nb) -> (rows, na), (rows, nb)."""
+    x = rt.to_device(x, "split_rows input", shape=(None, None))
     rows, width = x.shape
+    if not 0 <= na <= width:
+        raise ValueError(f"split_rows: na must lie in [0, {width}], got {na}")
     a, b = rt.empty((rows, na)), rt.empty((rows, width - na))
     rt.launch(_k(rt, "join_rows"), (width, rows), None, a.data, b.data, x.data, i32(rows),
               i32(na), i32(width - na), i32(1))
@@ -174,6 +214,12 @@ def split_rows(rt, x, na: int):
 def freq_mae(rt, z, y, grad, weight: float):
     """|z - y| per frequency of [Re | Im] rows (rows, 2t) -> err (rows, t); adds
     weight * d sum|z - y| to ``grad``."""
+    z = rt.to_device(z, "freq_mae z", shape=(None, None))
+    y = rt.to_device(y, "freq_mae y", shape=z.shape)
+    if z.shape[1] % 2 or not isinstance(grad, cla.Array) or grad.shape != z.shape \
+            or rt.to_device(grad, "freq_mae grad") is not grad:
+        raise ValueError(f"freq_mae: z (rows, 2t) and grad, a contiguous float32 device "
+                         f"array of the same shape, got {z.shape} and {getattr(grad, 'shape', grad)}")
     rows, t = z.shape[0], z.shape[1] // 2
     err = rt.empty((rows, t))
     rt.launch(_k(rt, "freq_mae"), (t, rows), None, z.data, y.data, err.data, grad.data,
@@ -183,6 +229,8 @@ def freq_mae(rt, z, y, grad, weight: float):
 
 def add(rt, a, b):
     """a + b elementwise, a new array (kernels/vector.cl)."""
+    a = rt.to_device(a, "add a")
+    b = rt.to_device(b, "add b", shape=a.shape)
     out = rt.empty(a.shape)
     rt.launch(rt.kernel("vector", "vector_add"), (a.size,), None, a.data, b.data, out.data,
               i32(a.size))
@@ -192,7 +240,11 @@ def add(rt, a, b):
 def step_scores(rt, x, xhat, p: int, lam: float):
     """Per-step scores (batch, t) of windows x, xhat (batch, channels, t): see
     ``reference.step_scores``. Sub-window spectra come from nnlib.fft."""
+    x = rt.to_device(x, "step_scores x", shape=(None, None, None))
+    xhat = rt.to_device(xhat, "step_scores xhat", shape=x.shape)
     b, c, t = x.shape
+    if not 1 <= p <= t:
+        raise ValueError(f"step_scores: need 1 <= p <= {t}, got {p}")
     count = t - p + 1
     windows = rt.empty((b, c, count, p), np.complex64)
     rt.launch(_k(rt, "residual_windows"), (p, count, b * c), None, x.data, xhat.data,

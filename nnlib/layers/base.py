@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
-from ..runtime import Runtime, get_runtime
+import numpy as np
+
+from ..runtime import Runtime, resolve_runtime
+
+
+def positive_int(owner: str, label: str, n) -> int:
+    """``n`` as an int if it is a positive integer (not a bool), else a clear error."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{owner}: {label} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def check_seed(owner: str, seed) -> int:
+    """``seed`` as an int if it is a non-negative integer, else a clear error."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{owner}: seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
 
 
 class Layer:
@@ -19,7 +35,7 @@ class Layer:
         Layer.registry[cls.__name__] = cls
 
     def __init__(self, runtime: Runtime | None = None):
-        self.runtime = runtime or get_runtime()
+        self.runtime = resolve_runtime(runtime)
 
     def forward(self, x):
         raise NotImplementedError

@@ -20,16 +20,10 @@ import numpy as np
 
 from ..activations import ACTIVATIONS, activation_code
 from ..parameter import Parameter
-from .base import Layer
+from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
 COMPLEX_ACTIVATIONS = {"none": 0, "tanh": 1, "split_sigmoid": 2, "modrelu": 3}
-
-
-def _positive(owner, label, n):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"{owner}: {label} must be a positive integer, got {n!r}")
-    return int(n)
 
 
 class _Conv1dBase(Layer):
@@ -41,13 +35,13 @@ class _Conv1dBase(Layer):
     def __init__(self, window, step, filters, variables, shared, layout, seed, runtime):
         super().__init__(runtime)
         name = type(self).__name__
-        self.window = _positive(name, "window", window)
-        self.step = _positive(name, "step", step)
-        self.filters = _positive(name, "filters", filters)
-        self.variables = _positive(name, "variables", variables)
+        self.window = positive_int(name, "window", window)
+        self.step = positive_int(name, "step", step)
+        self.filters = positive_int(name, "filters", filters)
+        self.variables = positive_int(name, "variables", variables)
         if layout not in LAYOUTS:
             raise ValueError(f"{name}: unknown layout {layout!r}; choose one of {LAYOUTS}")
-        self.shared, self.layout, self.seed = bool(shared), layout, seed
+        self.shared, self.layout, self.seed = bool(shared), layout, check_seed(name, seed)
         self.groups = 1 if self.shared else self.variables
         k = lambda s: self.runtime.kernel("conv", f"{self.prefix}conv1d_{s}")  # noqa: E731
         self._forward, self._input, self._weight = k("forward"), k("backward_input"), k(

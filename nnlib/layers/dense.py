@@ -8,7 +8,7 @@ import pyopencl as cl
 from ..activations import ACTIVATIONS, activation_code
 from ..launcher import Launcher
 from ..parameter import Parameter
-from .base import Layer
+from .base import Layer, check_seed, positive_int
 
 # Tile sizes of the blocked kernels (kernels/dense.cl), measured best on PoCL (AVX-512):
 # gemm_nt (forward) computes NT_TILE = (rows of X, rows of W) per work-item (the 4 is fixed
@@ -121,12 +121,10 @@ class Dense(Layer):
     def __init__(self, n_in: int, n_out: int, activation: str = "none", seed: int = 0,
                  variant: str = "fast", runtime=None):
         super().__init__(runtime)
-        for label, n in (("n_in", n_in), ("n_out", n_out)):
-            if not isinstance(n, (int, np.integer)) or n < 1:
-                raise ValueError(f"Dense: {label} must be a positive integer, got {n!r}")
-        self.n_in, self.n_out = int(n_in), int(n_out)
+        self.n_in, self.n_out = positive_int("Dense", "n_in", n_in), positive_int(
+            "Dense", "n_out", n_out)
         self.activation, self.act = activation, activation_code(activation)
-        self.seed = seed
+        self.seed = check_seed("Dense", seed)
         rng = np.random.default_rng(seed)
         bound = 1.0 / np.sqrt(n_in)
         self.weight = Parameter(rng.uniform(-bound, bound, (n_out, n_in)), "weight",
