@@ -7,6 +7,8 @@
 // skip_begin folds the last step's flag into the count and clears it; check_finite raises the
 // flag if any gradient element is NaN or infinite; every update kernel then returns without
 // touching weights or state. The host reads skip[0] + skip[1] only when asked.
+// A step divides a moment by a denominator that is 0 only if eps = 0 and the second moment is
+// 0 (a zero gradient so far); that step is taken as 0 (PyTorch would give 0/0 = NaN).
 // Host-side numbers: step_size = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t), computed in
 // float64 on the host as PyTorch does.
 
@@ -40,6 +42,9 @@ floatv load_v(global const float *p, int first, int n)
         part[k] = first + k < n ? p[first + k] : 0.0f;
     return VLOAD(part);
 }
+
+// a / d where d > 0, else 0 (lane by lane for vectors).
+#define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
 
 // Stores the lanes of x that fall before n at p[first ...].
 void store_v(floatv x, global float *p, int first, int n)
@@ -117,7 +122,7 @@ kernel void adam_update(global float *w, global const float *g, global float *m,
     floatv vi = beta2 * load_v(v, first, n) + (1.0f - beta2) * grad * grad;
     store_v(mi, m, first, n);
     store_v(vi, v, first, n);
-    store_v(wi - step_size * mi / (sqrt(vi) / sqrt_bc2 + eps), w, first, n);
+    store_v(wi - step_size * RATIO(mi, sqrt(vi) / sqrt_bc2 + eps), w, first, n);
 }
 
 // Adam-mini (official v1.1.1): one work-group per block of `block` consecutive elements.
@@ -154,7 +159,7 @@ kernel void adam_mini_update(global float *w, global const float *g, global floa
         size_t k = first + i;
         float mi = beta1 * m[k] + (1.0f - beta1) * g[k];
         m[k] = mi;
-        w[k] = w[k] * (1.0f - lr * weight_decay) - step_size * mi / denom;
+        w[k] = w[k] * (1.0f - lr * weight_decay) - step_size * RATIO(mi, denom);
     }
 }
 
@@ -186,7 +191,7 @@ kernel void adan_update(global float *w, global const float *g, global float *m,
     store_v(ni, nu, first, n);
     store_v(grad, g_prev, first, n);
     floatv denom = sqrt(ni) / sqrt_bc3 + eps;
-    floatv step = step_size * mi / denom + step_size_d * di / denom;
+    floatv step = step_size * RATIO(mi, denom) + step_size_d * RATIO(di, denom);
     floatv wi = load_v(w, first, n);
     store_v(no_prox ? wi * (1.0f - lr * weight_decay) - step
                     : (wi - step) / (1.0f + lr * weight_decay), w, first, n);

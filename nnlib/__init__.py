@@ -1,6 +1,7 @@
 """nnlib: a small neural-network library whose every operation is an OpenCL kernel."""
 
 from . import catch, data, fft, optim, reference
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .layers import ComplexConv1d, Conv1d, Dense, Layer
 from .network import Sequential
 from .parameter import Parameter
@@ -16,8 +17,9 @@ from .runtime import (
 )
 
 __all__ = [
-    "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError", "KernelBuildError", "Layer",
+    "Checkpoint", "CheckpointError", "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError", "KernelBuildError", "Layer",
     "NoPlatformError", "Parameter", "Runtime", "Sequential", "catch", "data", "devices", "fft",
-    "get_runtime", "optim", "reference", "source", "use_device",
+    "get_runtime", "load_checkpoint", "optim", "reference", "save_checkpoint", "source",
+    "use_device",
 ]
 __version__ = "0.1.0"

@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .activations import ACTIVATIONS
-from .checkpoint import read_meta, save_npz
-from .layers.base import Layer
+from .checkpoint import (CheckpointError, check_dict, check_int, load_model,
+                         save_checkpoint)
 from .launcher import Launcher
+from .layers.base import Layer
+from .layers.conv import ComplexConv1d, Conv1d
 from .layers.dense import Dense
 
 LOSSES = {"mse": 0, "cross_entropy": 1}
-FORMAT = "nnlib.Sequential/1"
+# The layers a checkpoint may name (nothing else is ever built from a file).
+PUBLIC_LAYERS = {cls.__name__: cls for cls in (Dense, Conv1d, ComplexConv1d)}
+
+
+def _declared_layer(i: int, entry) -> dict:
+    """The parameter shapes a checkpoint's layer entry declares, from its checked config."""
+    check_dict(entry, f"layer {i}", ("class", "config"))
+    cls = PUBLIC_LAYERS.get(entry.get("class"))
+    if cls is None:
+        raise CheckpointError(f"layer {i}: class {entry.get('class')!r} is not one of "
+                              f"{list(PUBLIC_LAYERS)}")
+    signature = inspect.signature(cls.__init__).parameters
+    allowed = {k: v.default for k, v in signature.items() if k not in ("self", "runtime")}
+    config = check_dict(entry.get("config"), f"layer {i} config", allowed)
+    missing = [k for k, v in allowed.items() if v is inspect.Parameter.empty and k not in config]
+    if missing:
+        raise CheckpointError(f"layer {i} config lacks {missing}")
+    c = {**allowed, **config}
+    size = lambda key: check_int(c[key], f"layer {i} {key}")  # noqa: E731
+    if cls is Dense:
+        return {f"{i}.weight": ((size("n_out"), size("n_in")), np.float32),
+                f"{i}.bias": ((size("n_out"),), np.float32)}
+    if not isinstance(c["shared"], bool):
+        raise CheckpointError(f"layer {i} shared: true or false, got {c['shared']!r}")
+    groups = 1 if c["shared"] else size("variables")
+    pair = (2,) if cls is ComplexConv1d else ()
+    return {f"{i}.weight": ((groups, size("filters"), size("window")) + pair, np.float32),
+            f"{i}.bias": ((groups, size("filters")) + pair, np.float32)}
 
 
 class DeviceLoss:
@@ -211,30 +242,50 @@ class Sequential:
 
     # ---------------------------------------------------------------- checkpoints
     def save(self, path) -> None:
-        """Write an ``.npz`` checkpoint (no pickle) atomically: a temporary file is
-        written, flushed and renamed, so a crash never leaves a half-written file."""
-        arrays = {f"{i}.{p.name}": p.numpy()
-                  for i, layer in enumerate(self.layers) for p in layer.parameters()}
-        meta = {"format": FORMAT, "loss": self.loss,
-                "layers": [{"class": type(layer).__name__, "config": layer.config()}
-                           for layer in self.layers]}
-        save_npz(path, arrays, meta)
+        """Write the network to ``path`` atomically (``nnlib.save_checkpoint`` without an
+        optimizer; no pickle). Only the public layers (Dense, Conv1d, ComplexConv1d)."""
+        save_checkpoint(path, self)
 
     @classmethod
     def load(cls, path, runtime=None) -> "Sequential":
-        with np.load(path, allow_pickle=False) as data:
-            meta = read_meta(data, path, FORMAT)
-            layers = []
-            for i, spec in enumerate(meta["layers"]):
-                layer_cls = Layer.registry.get(spec["class"])
-                if layer_cls is None:
-                    raise ValueError(f"{path}: unknown layer class {spec['class']!r}")
-                layer = layer_cls(**spec["config"], runtime=runtime)
-                for p in layer.parameters():
-                    stored = data[f"{i}.{p.name}"]
-                    if stored.shape != p.shape:
-                        raise ValueError(f"{path}: {i}.{p.name} has shape {stored.shape}, "
-                                         f"the layer needs {p.shape}")
-                    p.set(stored)
-                layers.append(layer)
-        return cls(layers, loss=meta["loss"])
+        """The network saved at ``path``, checked completely before it is built."""
+        return load_model(path, cls, runtime)
+
+    def _checkpoint(self) -> tuple:
+        for layer in self.layers:
+            if type(layer) not in PUBLIC_LAYERS.values():
+                raise TypeError(f"save: {type(layer).__name__} cannot be saved; checkpoints "
+                                f"hold {list(PUBLIC_LAYERS)}")
+        arch = {"loss": self.loss,
+                "layers": [{"class": type(layer).__name__, "config": layer.config()}
+                           for layer in self.layers]}
+        arrays = {f"{i}.{p.name}": p.numpy()
+                  for i, layer in enumerate(self.layers) for p in layer.parameters()}
+        return {"arch": arch, "state": {}}, arrays
+
+    def _checkpoint_parameters(self) -> list:
+        return self.parameters()
+
+    @staticmethod
+    def _checkpoint_declared(spec) -> dict:
+        arch = check_dict(spec.get("arch"), "model arch", ("loss", "layers"))
+        if spec.get("state") != {}:
+            raise CheckpointError("a Sequential's state entry must be {}")
+        if arch.get("loss") not in LOSSES:
+            raise CheckpointError(f"unknown loss {arch.get('loss')!r}")
+        layers = arch.get("layers")
+        if not isinstance(layers, list) or not layers:
+            raise CheckpointError("model arch: layers must be a non-empty list")
+        return {k: v for i, entry in enumerate(layers) for k, v in _declared_layer(i, entry).items()}
+
+    @classmethod
+    def _checkpoint_build(cls, spec, runtime) -> "Sequential":
+        arch = spec["arch"]
+        layers = [PUBLIC_LAYERS[e["class"]](**e["config"], runtime=runtime)
+                  for e in arch["layers"]]
+        return cls(layers, loss=arch["loss"])
+
+    def _checkpoint_restore(self, spec, values: dict) -> None:
+        for i, layer in enumerate(self.layers):
+            for p in layer.parameters():
+                p.set(values[f"{i}.{p.name}"])

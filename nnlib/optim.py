@@ -13,11 +13,14 @@ the end of an epoch that skipped steps.
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pyopencl as cl
 
+from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
 
@@ -34,6 +37,9 @@ def _check_betas(betas, count: int) -> tuple:
     if not isinstance(betas, (tuple, list)) or len(betas) != count:
         raise ValueError(f"betas must be a tuple of {count} numbers, got {betas!r}")
     return tuple(_check_range(f"beta{i + 1}", b, 0.0, 1.0) for i, b in enumerate(betas))
+
+
+SECOND_MOMENTS = ("v", "n")  # state buffers that must not be negative (Adam's v, Adan's n)
 
 
 class State(list):
@@ -152,26 +158,73 @@ class Optimizer:
         alignment gaps of a flat layout)."""
         return sum(a.nbytes for arrays in self._buffers().values() for a in arrays)
 
+    def config(self) -> dict:
+        """The constructor's keyword arguments (JSON values), as checkpoints store them."""
+        out = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            if name == "betas":
+                out[name] = [getattr(self, f"beta{i}") for i in (1, 2, 3) if hasattr(
+                    self, f"beta{i}")]
+            elif name not in ("self", "params"):
+                out[name] = getattr(self, name)
+        return out
+
     def state_dict(self) -> dict:
-        """The step count and every state buffer as numpy arrays (``np.savez`` can store it)."""
+        """The step count and every state buffer as numpy arrays (``np.savez`` can store it;
+        :func:`nnlib.save_checkpoint` stores it with the model, atomically)."""
         state = {"steps": np.int64(self.steps), "skipped": self._skip.get()}
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
                 state[f"{name}.{i}"] = a.get()
         return state
 
+    def check_state(self, state) -> dict:
+        """``state`` (as from :meth:`state_dict`) checked against this optimizer: the same
+        entries, shapes, real dtypes, finite moments (second moments >= 0) and a consistent
+        step count. Returns the host arrays to load; raises CheckpointError."""
+        if not isinstance(state, Mapping):
+            raise CheckpointError(f"a state dict is a mapping, got {type(state).__name__}")
+        want = {f"{name}.{i}": a for name, arrays in self._buffers().items()
+                for i, a in enumerate(arrays)}
+        for key in ("steps", "skipped", *want):
+            if key not in state:
+                raise CheckpointError(f"state dict lacks {key}: saved by another optimizer?")
+        unknown = sorted(set(state) - set(want) - {"steps", "skipped"})
+        if unknown:
+            raise CheckpointError(f"state dict has entries {unknown[:3]} that "
+                                  f"{type(self).__name__} does not: saved by another optimizer?")
+        steps = np.asarray(state["steps"])
+        skipped = np.asarray(state["skipped"])
+        if steps.shape != () or steps.dtype.kind not in "iu" or not 0 <= steps < 2**53:
+            raise CheckpointError(f"state steps: a non-negative integer, got {steps!r}")
+        if skipped.shape != (2,) or skipped.dtype.kind not in "iu" or skipped.min() < 0 \
+                or skipped[1] > 1 or skipped.sum() > steps:
+            raise CheckpointError(f"state skipped: two counts (skipped before, last skipped "
+                                  f"0/1) adding up to at most steps={int(steps)}, got {skipped!r}")
+        checked = {"steps": int(steps), "skipped": skipped.astype(np.int32)}
+        for key, a in want.items():
+            host = np.asarray(state[key])
+            if host.dtype.kind != "f":
+                raise CheckpointError(f"state {key}: dtype {host.dtype}, need floating point")
+            if host.shape != a.shape:
+                raise CheckpointError(f"state {key}: shape {host.shape}, need {a.shape}")
+            with np.errstate(over="ignore"):
+                host = host.astype(np.float32)
+            if not np.isfinite(host).all():
+                raise CheckpointError(f"state {key}: holds NaN or infinity")
+            if key.split(".")[0] in SECOND_MOMENTS and (host < 0).any():
+                raise CheckpointError(f"state {key}: a second moment is negative")
+            checked[key] = host
+        return checked
+
     def load_state_dict(self, state: dict) -> None:
+        """Load ``state`` completely, or (when :meth:`check_state` refuses it) change nothing."""
+        checked = self.check_state(state)
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
-                key = f"{name}.{i}"
-                if key not in state:
-                    raise KeyError(f"state dict lacks {key}: saved by another optimizer?")
-                host = np.asarray(state[key], dtype=a.dtype)
-                if host.shape != a.shape:
-                    raise ValueError(f"state {key}: shape {host.shape}, need {a.shape}")
-                a.set(host)
-        self._skip.set(np.asarray(state["skipped"], dtype=np.int32))
-        self.steps = int(state["steps"])
+                a.set(checked[f"{name}.{i}"])
+        self._skip.set(checked["skipped"])
+        self.steps = checked["steps"]
 
     def _zeros_like_params(self) -> State:
         if self._layout is None:

@@ -29,13 +29,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import optim
-from ..checkpoint import read_meta, save_npz
+from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
+                          save_checkpoint)
 from ..network import DeviceLoss
-from ..runtime import get_runtime
+from ..runtime import resolve_runtime
 from .model import PROJECTIONS, CATCHNet
 from .ops import step_scores
 
-FORMAT = "nnlib.CATCH/1"
 SWITCHES = {"projection": PROJECTIONS, "mask_fill": ("finite", "inf"),
             "gumbel": ("code", "bernoulli"), "eval_mask": ("sampled", "threshold")}
 # Sized for a 2-core CPU; the official defaults are window 192, patch 16/8, cf 64,
@@ -89,7 +89,7 @@ class CATCH:
         if not 1 <= cfg["inference_patch_size"] <= cfg["window"]:
             raise ValueError("CATCH: inference_patch_size must lie in [1, window]")
         self.n_channels, self.seed, self.config = int(n_channels), int(seed), cfg
-        self.runtime = runtime or get_runtime()
+        self.runtime = resolve_runtime(runtime)
         net_keys = ("patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads", "head_dim",
                     "d_ff", "d_model", "projection", "mask_fill", "gumbel", "temperature",
                     "regular_lambda")
@@ -308,28 +308,110 @@ class CATCH:
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, path) -> None:
-        """An ``.npz`` checkpoint (no pickle), written to a temporary file and renamed."""
-        arrays = {k: p.numpy() for k, p in self.net.named_parameters().items()}
-        meta = {"format": FORMAT, "n_channels": self.n_channels, "seed": self.seed,
-                "config": self.config, "threshold": self.threshold_value,
-                "history": self.history}
-        arrays.update(__scale_mean__=self.scale_mean, __scale_std__=self.scale_std)
-        if self.train_scores is not None:
-            arrays["__train_scores__"] = self.train_scores
-        save_npz(path, arrays, meta)
+        """Write the detector (weights, scaler, threshold, history) to ``path`` atomically
+        (``nnlib.save_checkpoint``; no pickle)."""
+        save_checkpoint(path, self)
 
     @classmethod
     def load(cls, path, runtime=None) -> "CATCH":
-        with np.load(path, allow_pickle=False) as data:
-            meta = read_meta(data, path, FORMAT)
-            model = cls(meta["n_channels"], seed=meta["seed"], runtime=runtime,
-                        **meta["config"])
-            for k, p in model.net.named_parameters().items():
-                if k not in data or data[k].shape != p.shape:
-                    raise ValueError(f"{path}: parameter {k} is missing or has another shape")
-                p.set(data[k])
-            model.scale_mean, model.scale_std = data["__scale_mean__"], data["__scale_std__"]
-            if "__train_scores__" in data:
-                model.train_scores = data["__train_scores__"]
-        model.threshold_value, model.history = meta["threshold"], meta["history"]
-        return model
+        """The detector saved at ``path``, checked completely before it is built."""
+        return load_model(path, cls, runtime)
+
+    def _checkpoint(self) -> tuple:
+        arrays = {k: p.numpy() for k, p in self.net.named_parameters().items()}
+        arrays.update(scale_mean=np.asarray(self.scale_mean, np.float64),
+                      scale_std=np.asarray(self.scale_std, np.float64))
+        if self.train_scores is not None:
+            arrays["train_scores"] = np.asarray(self.train_scores, np.float64)
+        arch = {"n_channels": self.n_channels, "seed": self.seed, "config": self.config}
+        state = {"threshold": self.threshold_value, "history": self.history,
+                 "train_scores": None if self.train_scores is None else len(self.train_scores)}
+        return {"arch": arch, "state": state}, arrays
+
+    def _checkpoint_parameters(self) -> list:
+        return list(self.net.named_parameters().values())
+
+    @staticmethod
+    def _checkpoint_declared(spec) -> dict:
+        arch = check_dict(spec.get("arch"), "model arch", ("n_channels", "seed", "config"))
+        state = check_dict(spec.get("state"), "model state",
+                           ("threshold", "history", "train_scores"))
+        n = check_int(arch.get("n_channels"), "n_channels")
+        check_int(arch.get("seed"), "seed", 0)
+        cfg = {**DEFAULTS, **check_dict(arch.get("config"), "config", DEFAULTS)}
+        for key, default in DEFAULTS.items():
+            value = cfg[key]
+            if isinstance(default, str):
+                ok = isinstance(value, str)
+            elif isinstance(default, int):
+                ok = check_int(value, key) is not None
+            else:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    and np.isfinite(value)
+            if not ok:
+                raise CheckpointError(f"config {key}: {value!r} is not like {default!r}")
+        if not cfg["patch_size"] <= cfg["window"]:
+            raise CheckpointError("config: patch_size exceeds the window")
+        threshold = state.get("threshold")
+        if threshold is not None and not (isinstance(threshold, (int, float))
+                                          and not isinstance(threshold, bool)
+                                          and np.isfinite(threshold)):
+            raise CheckpointError(f"threshold: a finite number or null, got {threshold!r}")
+        if not isinstance(state.get("history"), list) or not all(
+                isinstance(row, dict) for row in state["history"]):
+            raise CheckpointError("history: a list of objects")
+        declared = {k: (shape, np.float32) for k, shape in parameter_shapes(n, cfg).items()}
+        declared.update(scale_mean=((n,), np.float64), scale_std=((n,), np.float64, "positive"))
+        if state.get("train_scores") is not None:
+            length = check_int(state["train_scores"], "train_scores length", cfg["window"])
+            declared["train_scores"] = ((length,), np.float64)
+        return declared
+
+    @classmethod
+    def _checkpoint_build(cls, spec, runtime) -> "CATCH":
+        arch = spec["arch"]
+        return cls(arch["n_channels"], seed=arch["seed"], runtime=runtime, **arch["config"])
+
+    def _checkpoint_restore(self, spec, values: dict) -> None:
+        for k, p in self.net.named_parameters().items():
+            p.set(values[k])
+        self.scale_mean, self.scale_std = values["scale_mean"], values["scale_std"]
+        self.train_scores = values.get("train_scores")
+        self.threshold_value = spec["state"]["threshold"]
+        self.history = list(spec["state"]["history"])
+
+
+def parameter_shapes(n_channels: int, cfg: dict) -> dict:
+    """The shape of every parameter of ``CATCHNet`` for ``n_channels`` and the options
+    ``cfg``, by name, computed without building it (checkpoints check files against it)."""
+    n, t, p, s, cf = (n_channels, cfg["window"], cfg["patch_size"], cfg["patch_stride"],
+                      cfg["cf_dim"])
+    shapes = {}
+
+    def dense(name, n_in, n_out):
+        shapes.update({f"{name}.weight": (n_out, n_in), f"{name}.bias": (n_out,)})
+
+    if cfg["projection"] == "linear":
+        dense("embed", 2 * p, cf)
+    else:
+        shapes.update({"embed.weight": (1, cf // 2, p, 2), "embed.bias": (1, cf // 2, 2)})
+    shapes["mask_generator.weight"] = (n, 2 * p)
+    inner = cfg["n_heads"] * cfg["head_dim"]
+    for i in range(cfg["e_layers"]):
+        for norm in ("norm1", "norm2"):
+            shapes.update({f"layer{i}.{norm}.gamma": (cf,), f"layer{i}.{norm}.beta": (cf,)})
+        dense(f"layer{i}.qkv", cf, 3 * inner)
+        dense(f"layer{i}.out", inner, cf)
+        dense(f"layer{i}.ff1", cf, cfg["d_ff"])
+        dense(f"layer{i}.ff2", cfg["d_ff"], cf)
+    width = 2 * cfg["d_model"]
+    dense("to_model", cf, width)
+    dense("get_r", width, width)
+    dense("get_i", width, width)
+    nf = ((t - p) // s + 1) * width
+    for part in ("real", "imag"):
+        for j in range(3):
+            dense(f"head_{part}.res{j}", nf, nf)
+        dense(f"head_{part}.out", nf, t)
+    dense("ircom", 2 * t, t)
+    return shapes
