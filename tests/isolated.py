@@ -1,0 +1,22 @@
+"""Run a fault scenario in its own Python process: a segfault fails one test, not the run."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_isolated(code: str, timeout: float = 300, args=()) -> str:
+    """Run ``code`` (dedented) with this repository's nnlib first on the path; return its
+    stdout. Fails with the exit status (a negative one names the signal) and stderr."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+                         capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    assert run.returncode == 0, (
+        f"exit status {run.returncode}\n--- stdout\n{run.stdout[-3000:]}\n"
+        f"--- stderr\n{run.stderr[-3000:]}")
+    return run.stdout
