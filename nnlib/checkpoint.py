@@ -195,6 +195,16 @@ def check_arrays(arrays: dict, declared: dict, prefix: str) -> dict:
     return out
 
 
+def _shape_of(arch):
+    """An architecture as JSON without its initialisation seeds and kernel variants (a
+    model built with another seed or variant takes the same values)."""
+    if isinstance(arch, dict):
+        return {k: _shape_of(v) for k, v in arch.items() if k not in ("seed", "variant")}
+    if isinstance(arch, (list, tuple)):
+        return [_shape_of(v) for v in arch]
+    return arch
+
+
 def _kinds() -> dict:
     from .catch.detector import CATCH
     from .network import Sequential
@@ -289,7 +299,7 @@ def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     if model is not None:
         if type(model) is not cls:
             raise CheckpointError(f"holds a {meta['kind']}, not a {type(model).__name__}")
-        if json.loads(json.dumps(model._checkpoint()[0]["arch"])) != spec["arch"]:
+        if _shape_of(model._checkpoint()[0]["arch"]) != _shape_of(spec["arch"]):
             raise CheckpointError(f"its {meta['kind']} has another architecture than the "
                                   "model given")
     values = check_arrays(arrays, declared, "model.")
@@ -335,6 +345,10 @@ def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
         elif [id(p) for p in optimizer.params] != [id(p) for p in chosen]:
             raise CheckpointError("the optimizer given updates other parameters than the "
                                   "file's")
+        elif json.loads(json.dumps(optimizer.config())) != opt_meta["config"]:
+            raise CheckpointError(f"the optimizer given has another configuration "
+                                  f"({optimizer.config()}) than the file's "
+                                  f"({opt_meta['config']}); set it after loading")
         state = optimizer.check_state(opt_arrays)
     # every check passed: write
     model._checkpoint_restore(spec, values)
