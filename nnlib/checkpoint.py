@@ -162,6 +162,13 @@ def check_int(value, what: str, low: int = 1, high: int = 2**31 - 1) -> int:
     return int(value)
 
 
+def check_name(value, known, what: str) -> str:
+    """``value`` if it is one of the names ``known`` (a str), else a CheckpointError."""
+    if not isinstance(value, str) or value not in known:
+        raise CheckpointError(f"{what} {value!r} is not one of {list(known)}")
+    return value
+
+
 def check_dict(value, what: str, keys=None) -> dict:
     """``value`` if it is a dict (with only ``keys``, when given), else a CheckpointError."""
     if not isinstance(value, dict):
@@ -286,9 +293,7 @@ def load_checkpoint(path, model=None, optimizer=None, runtime=None) -> Checkpoin
 def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     check_dict(meta, "header", ("format", "version", "kind", "model", "optimizer", "epoch"))
     kinds = _kinds()
-    cls = kinds.get(meta.get("kind"))
-    if cls is None:
-        raise CheckpointError(f"unknown kind {meta.get('kind')!r}; known: {list(kinds)}")
+    cls = kinds[check_name(meta.get("kind"), kinds, "kind")]
     epoch = meta.get("epoch")
     if epoch is not None:
         epoch = check_int(epoch, "epoch", 0, 2**53)
@@ -315,9 +320,8 @@ def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     opt_cls = None
     if opt_meta is not None:
         check_dict(opt_meta, "optimizer", ("class", "config", "params"))
-        opt_cls = _optimizers().get(opt_meta.get("class"))
-        if opt_cls is None:
-            raise CheckpointError(f"unknown optimizer class {opt_meta.get('class')!r}")
+        known = _optimizers()
+        opt_cls = known[check_name(opt_meta.get("class"), known, "optimizer class")]
         check_dict(opt_meta.get("config"), "optimizer config")
         params = opt_meta.get("params")
         if not isinstance(params, list) or not params or len(set(map(str, params))) != len(

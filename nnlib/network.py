@@ -5,14 +5,16 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import pyopencl.array as cla
 
 from .activations import ACTIVATIONS
-from .checkpoint import (CheckpointError, check_dict, check_int, load_model,
+from .checkpoint import (CheckpointError, check_dict, check_int, check_name, load_model,
                          save_checkpoint)
 from .launcher import Launcher
-from .layers.base import Layer
+from .runtime import check_shape, to_host
+from .layers.base import Layer, positive_int
 from .layers.conv import ComplexConv1d, Conv1d
-from .layers.dense import Dense
+from .layers.dense import VARIANTS, Dense
 
 LOSSES = {"mse": 0, "cross_entropy": 1}
 # The layers a checkpoint may name (nothing else is ever built from a file).
@@ -22,10 +24,7 @@ PUBLIC_LAYERS = {cls.__name__: cls for cls in (Dense, Conv1d, ComplexConv1d)}
 def _declared_layer(i: int, entry) -> dict:
     """The parameter shapes a checkpoint's layer entry declares, from its checked config."""
     check_dict(entry, f"layer {i}", ("class", "config"))
-    cls = PUBLIC_LAYERS.get(entry.get("class"))
-    if cls is None:
-        raise CheckpointError(f"layer {i}: class {entry.get('class')!r} is not one of "
-                              f"{list(PUBLIC_LAYERS)}")
+    cls = PUBLIC_LAYERS[check_name(entry.get("class"), PUBLIC_LAYERS, f"layer {i}: class")]
     signature = inspect.signature(cls.__init__).parameters
     allowed = {k: v.default for k, v in signature.items() if k not in ("self", "runtime")}
     config = check_dict(entry.get("config"), f"layer {i} config", allowed)
@@ -34,7 +33,9 @@ def _declared_layer(i: int, entry) -> dict:
         raise CheckpointError(f"layer {i} config lacks {missing}")
     c = {**allowed, **config}
     size = lambda key: check_int(c[key], f"layer {i} {key}")  # noqa: E731
+    check_int(c["seed"], f"layer {i} seed", 0, 2**63 - 1)
     if cls is Dense:
+        check_name(c["variant"], VARIANTS, f"layer {i} variant")
         return {f"{i}.weight": ((size("n_out"), size("n_in")), np.float32),
                 f"{i}.bias": ((size("n_out"),), np.float32)}
     if not isinstance(c["shared"], bool):
@@ -43,6 +44,15 @@ def _declared_layer(i: int, entry) -> dict:
     pair = (2,) if cls is ComplexConv1d else ()
     return {f"{i}.weight": ((groups, size("filters"), size("window")) + pair, np.float32),
             f"{i}.bias": ((groups, size("filters")) + pair, np.float32)}
+
+
+def _host(array, name: str) -> np.ndarray:
+    """A numpy array of numbers with at least one axis from a numpy or device array."""
+    host = to_host(array) if isinstance(array, cla.Array) else np.asarray(array)
+    if host.ndim == 0 or not (np.issubdtype(host.dtype, np.number) or host.dtype == bool):
+        raise TypeError(f"{name}: expected an array of numbers, got {host.dtype} "
+                        f"{host.shape}")
+    return host
 
 
 class DeviceLoss:
@@ -109,16 +119,17 @@ class Sequential:
 
     def _targets(self, y, batch: int):
         n_out = self.layers[-1].n_out
-        y_host = y if not isinstance(y, np.ndarray) else y
-        if self.loss == "cross_entropy" and isinstance(y_host, np.ndarray) and y_host.ndim == 1:
-            labels = np.asarray(y_host)
+        if self.loss == "cross_entropy" and not isinstance(y, cla.Array) \
+                and np.ndim(y) == 1:
+            labels = np.asarray(y)
             if not np.issubdtype(labels.dtype, np.integer):
-                raise TypeError("class labels must be integers")
+                raise TypeError(f"class labels must be integers, got dtype {labels.dtype}")
+            check_shape("class labels", labels.shape, (batch,))
             if labels.min() < 0 or labels.max() >= n_out:
                 raise ValueError(f"class labels must lie in [0, {n_out}), got "
                                  f"{labels.min()}..{labels.max()}")
-            y_host = np.eye(n_out, dtype=np.float32)[labels]
-        return self.runtime.to_device(y_host, "targets", shape=(batch, n_out))
+            y = np.eye(n_out, dtype=np.float32)[labels]
+        return self.runtime.to_device(y, "targets", shape=(batch, n_out))
 
     def loss_rows(self, out, target, rows_buf=None, offset: int = 0):
         """Enqueue the per-sample losses of ``out`` against ``target`` into ``rows_buf``."""
@@ -200,15 +211,17 @@ class Sequential:
         """Mini-batch training with shuffling; returns the history of epoch losses."""
         from tqdm.auto import tqdm
 
-        x = np.asarray(x, dtype=np.float32)
+        x = _host(x, "fit inputs")
+        y = _host(y, "fit targets")
         n = len(x)
         if len(y) != n:
             raise ValueError(f"fit: {n} inputs but {len(y)} targets")
-        if n == 0 or batch_size < 1 or epochs < 0:
+        positive_int("fit", "batch_size", batch_size)
+        if n == 0 or isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) \
+                or epochs < 0:
             raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
         if not np.isfinite(x).all():
             raise ValueError("fit: inputs contain NaN or infinity")
-        y = np.asarray(y)
         rng = np.random.default_rng(seed)
         history = {"loss": [], "val_loss": []}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
@@ -236,7 +249,10 @@ class Sequential:
 
     def predict(self, x, batch_size: int = 1024) -> np.ndarray:
         """Outputs for ``x`` as a numpy array, computed in batches."""
-        x = np.asarray(x)
+        x = _host(x, "predict input")
+        positive_int("predict", "batch_size", batch_size)
+        if len(x) == 0:
+            raise ValueError("predict input: batch is empty")
         return np.concatenate([self.forward(x[i:i + batch_size]).get()
                                for i in range(0, len(x), batch_size)])
 
@@ -271,8 +287,7 @@ class Sequential:
         arch = check_dict(spec.get("arch"), "model arch", ("loss", "layers"))
         if spec.get("state") != {}:
             raise CheckpointError("a Sequential's state entry must be {}")
-        if arch.get("loss") not in LOSSES:
-            raise CheckpointError(f"unknown loss {arch.get('loss')!r}")
+        check_name(arch.get("loss"), LOSSES, "loss")
         layers = arch.get("layers")
         if not isinstance(layers, list) or not layers:
             raise CheckpointError("model arch: layers must be a non-empty list")

@@ -121,7 +121,7 @@ class Optimizer:
 
     def zero_grad(self) -> None:
         if self.fused:
-            self._layout.grad.fill(0)
+            self.runtime.fill(self._layout.grad, 0)
             return
         for p in self.params:
             p.zero_grad()

@@ -396,7 +396,7 @@ class Runtime:
                 return out
             if np.iscomplexobj(array) != np.issubdtype(dtype, np.complexfloating):
                 raise TypeError(f"{name}: device array has dtype {array.dtype}, need {dtype}")
-            array = _strided_get(array)
+            array = to_host(array)
         elif not isinstance(array, np.ndarray):
             try:
                 array = np.asarray(array)
@@ -423,9 +423,9 @@ class Runtime:
         return out
 
 
-def _strided_get(array: cla.Array) -> np.ndarray:
-    """A device array of any strides and offset read to the host, as a numpy array of the
-    same layout (the bytes it spans are copied, then viewed with its strides)."""
+def to_host(array: cla.Array) -> np.ndarray:
+    """A device array of any strides and offset read to the host (waits for it), as a numpy
+    array of the same layout (the bytes it spans are copied, then viewed with its strides)."""
     if array.size == 0:
         return np.empty(array.shape, array.dtype)
     itemsize = array.dtype.itemsize

@@ -189,3 +189,22 @@ def test_program_cache_is_bounded_for_distinct_student_files(rt, tmp_path, monke
         built.append(fresh.program("vector", folder=tmp_path))
     assert len(fresh._programs) == 3
     assert fresh.program("vector", folder=tmp_path) is built[-1]  # the newest stays cached
+
+
+def test_fit_and_predict_give_nnlib_messages_for_weak_arguments(rt, rng):
+    net = nnlib.Sequential([nnlib.Dense(3, 2, "softmax", runtime=rt)], loss="cross_entropy")
+    x = rng.standard_normal((4, 3))
+    sgd = optim.SGD(net.parameters())
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got True"):
+        net.fit(x, [0, 1, 0, 1], sgd, batch_size=True, progress=False)
+    with pytest.raises(ValueError, match="epochs >= 0"):
+        net.fit(x, [0, 1, 0, 1], sgd, epochs=1.5, progress=False)
+    with pytest.raises(TypeError, match="predict input: expected an array of numbers"):
+        net.predict("abc")
+    with pytest.raises(ValueError, match="predict: batch_size must be a positive integer"):
+        net.predict(x, batch_size=0)
+    with pytest.raises(ValueError, match=r"class labels: expected shape \(4\)"):
+        net.compute_loss(x, [0, 1])
+    labels = [0, 1, 1, 0]  # a list of labels, as a numpy array would be
+    assert net.compute_loss(x, labels) == net.compute_loss(x, np.array(labels))
+    np.testing.assert_array_equal(net.predict(rt.to_device(x).T.T), net.predict(x))
