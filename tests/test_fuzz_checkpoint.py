@@ -36,7 +36,7 @@ def make(kind, seed=0):
 
 
 def run(model, kind):
-    """The loaded model runs (its outputs may overflow: a weight of 1e38 is a valid float)."""
+    # the loaded model runs (its outputs may overflow: a weight of 1e38 is a valid float)
     if kind == "catch":
         return model.score(X[kind])
     x = X[kind].astype(np.complex64) if isinstance(model.layers[0], nnlib.ComplexConv1d) \

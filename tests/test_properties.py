@@ -133,7 +133,7 @@ def test_sequential_loss_against_any_target_layout(data, batch, n_out):
     net = nnlib.Sequential([nnlib.Dense(3, n_out)])
     x, _ = data.draw(real_input((batch, 3)))
     y, yv = data.draw(real_input((batch, n_out)))
-    out = net.predict(x if isinstance(x, np.ndarray) else x.get()).astype(np.float64)
+    out = net.predict(x).astype(np.float64)  # predict takes any layout too
     assert net.compute_loss(x, y) == pytest.approx(ref.mse(out, yv), rel=1e-4, abs=1e-5)
 
 
