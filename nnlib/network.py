@@ -40,6 +40,7 @@ def _declared_layer(i: int, entry) -> dict:
                 f"{i}.bias": ((size("n_out"),), np.float32)}
     if not isinstance(c["shared"], bool):
         raise CheckpointError(f"layer {i} shared: true or false, got {c['shared']!r}")
+    size("step")
     groups = 1 if c["shared"] else size("variables")
     pair = (2,) if cls is ComplexConv1d else ()
     return {f"{i}.weight": ((groups, size("filters"), size("window")) + pair, np.float32),

@@ -135,6 +135,12 @@ def test_wrong_runtime_argument_gets_nnlib_message(make, bad):
         make(bad)
 
 
+def test_sizes_beyond_32_bits_are_refused_before_any_launch(rt):
+    """Fuzzing found a checkpoint with step 2**40 that loaded, then overflowed np.int32."""
+    with pytest.raises(ValueError, match="step must be a positive integer, got 1099511627776"):
+        nnlib.Conv1d(2, 2**40, 1, 1, runtime=rt)
+
+
 def test_seed_must_be_a_non_negative_integer(rt):
     for seed in (-1, 1.5, "0", None):
         with pytest.raises(ValueError, match="seed must be a non-negative integer"):

@@ -8,9 +8,11 @@ from ..runtime import Runtime, resolve_runtime
 
 
 def positive_int(owner: str, label: str, n) -> int:
-    """``n`` as an int if it is a positive integer (not a bool), else a clear error."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"{owner}: {label} must be a positive integer, got {n!r}")
+    """``n`` as an int if it is a positive integer (not a bool) that the kernels' 32-bit
+    sizes hold, else a clear error."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n < 2**31:
+        raise ValueError(f"{owner}: {label} must be a positive integer, got {n!r} (the "
+                         f"kernels' sizes are 32-bit: at most 2**31 - 1)")
     return int(n)
 
 
