@@ -17,8 +17,8 @@ from .runtime import (
 )
 
 __all__ = [
-    "Checkpoint", "CheckpointError", "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError", "KernelBuildError", "Layer",
-    "NoPlatformError", "Parameter", "Runtime", "Sequential", "catch", "data", "devices", "fft",
+    "Checkpoint", "CheckpointError", "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError",
+    "KernelBuildError", "Layer", "NoPlatformError", "Parameter", "Runtime", "Sequential", "catch", "data", "devices", "fft",
     "get_runtime", "load_checkpoint", "optim", "reference", "save_checkpoint", "source",
     "use_device",
 ]

@@ -292,7 +292,8 @@ class Sequential:
         layers = arch.get("layers")
         if not isinstance(layers, list) or not layers:
             raise CheckpointError("model arch: layers must be a non-empty list")
-        return {k: v for i, entry in enumerate(layers) for k, v in _declared_layer(i, entry).items()}
+        return {k: v for i, entry in enumerate(layers)
+                for k, v in _declared_layer(i, entry).items()}
 
     @classmethod
     def _checkpoint_build(cls, spec, runtime) -> "Sequential":

@@ -200,7 +200,8 @@ def test_foreign_and_damaged_files_get_nnlib_errors(tmp_path):
     (lambda m, a: a["optimizer.v.0"].__setitem__(0, np.nan), "v.0: holds NaN"),
     (lambda m, a: a["optimizer.v.1"].__setitem__(0, -1.0), "second moment is negative"),
     (lambda m, a: a.update({"optimizer.steps": np.int64(-3)}), "steps"),
-], ids=["version", "huge_size", "kind", "opt_class", "layer_class_list", "variant", "opt_params_repeat", "opt_params_range", "opt_lr",
+], ids=["version", "huge_size", "kind", "opt_class", "layer_class_list", "variant",
+        "opt_params_repeat", "opt_params_range", "opt_lr",
         "epoch", "dtype", "nan", "missing", "extra", "nan_moment", "negative_v", "steps"])
 def test_tampered_checkpoint_is_refused_and_changes_nothing(rt, saved, tmp_path, change,
                                                             message):

@@ -219,7 +219,8 @@ def freq_mae(rt, z, y, grad, weight: float):
     if z.shape[1] % 2 or not isinstance(grad, cla.Array) or grad.shape != z.shape \
             or rt.to_device(grad, "freq_mae grad") is not grad:
         raise ValueError(f"freq_mae: z (rows, 2t) and grad, a contiguous float32 device "
-                         f"array of the same shape, got {z.shape} and {getattr(grad, 'shape', grad)}")
+                         f"array of the same shape, got {z.shape}, "
+                         f"{getattr(grad, 'shape', grad)}")
     rows, t = z.shape[0], z.shape[1] // 2
     err = rt.empty((rows, t))
     rt.launch(_k(rt, "freq_mae"), (t, rows), None, z.data, y.data, err.data, grad.data,
