@@ -1,0 +1,196 @@
+"""Autotuning: kernel parameters chosen per device by a short measured search, cached on disk.
+
+The fastest tile size, vector width or work-group size of a kernel depends on the device and
+on its compiler (the same source ran 1.33x numpy's speed on one CPU and 0.25x on another).
+So kernel families ask :func:`tuned` for their parameters: on first use on a device it times
+each candidate on a representative problem, keeps the fastest, and stores the result in a
+JSON file per device and driver, as CLBlast's tuned-parameter database does (there: compiled
+in, per device; here: measured on the reader's machine, as tinygrad's BEAM search does).
+
+Where results live: ``$XDG_CACHE_HOME/nnlib/tuning/`` (default ``~/.cache/nnlib/tuning/``),
+or ``$NNLIB_TUNING_DIR``; one file per device key (platform name and version, device name,
+driver version and the ``NNLIB_PROFILE`` value).
+
+``NNLIB_TUNE`` (or :func:`set_mode`) controls it:
+  ``1`` (default)  search on first use, then read the cache;
+  ``0``            no search and no cache: every family uses its default parameters;
+  ``retune``       search again on first use in this process and overwrite the cache.
+:func:`clear` deletes a device's stored results (the next use searches again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+MODES = ("0", "1", "retune")
+_mode: str | None = None  # set_mode's value; None: read NNLIB_TUNE
+_memory: dict = {}  # (device key, family, shape class) -> params, this process's results
+
+
+def mode() -> str:
+    """The tuning mode: set_mode's value, else ``NNLIB_TUNE``, else ``"1"``."""
+    value = _mode if _mode is not None else os.environ.get("NNLIB_TUNE", "1").strip().lower()
+    if value not in MODES:
+        raise ValueError(f"NNLIB_TUNE must be one of {MODES}, got {value!r}")
+    return value
+
+
+def set_mode(value) -> None:
+    """Override ``NNLIB_TUNE`` in this process (``None``: follow the variable again). Kernels
+    already built keep their parameters: set the mode before creating layers."""
+    global _mode
+    if value is not None and str(value) not in MODES:
+        raise ValueError(f"tuning mode must be one of {MODES}, got {value!r}")
+    _mode = None if value is None else str(value)
+    _memory.clear()
+
+
+def cache_dir() -> Path:
+    if os.environ.get("NNLIB_TUNING_DIR"):
+        return Path(os.environ["NNLIB_TUNING_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "nnlib" / "tuning"
+
+
+def device_key(rt) -> dict:
+    """What identifies a device's results: another driver or profile means another search."""
+    d = rt.device
+    return {"platform": d.platform.name.strip(), "platform_version": d.platform.version.strip(),
+            "device": d.name.strip(), "driver": d.driver_version.strip(),
+            "profile": os.environ.get("NNLIB_PROFILE", "")}
+
+
+def cache_file(rt) -> Path:
+    key = device_key(rt)
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", key["device"]).strip("-")[:40]
+    return cache_dir() / f"{slug}-{digest}.json"
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) and isinstance(data.get("results"), dict) else {}
+    except (OSError, ValueError):
+        return {}  # missing or damaged: search again
+
+
+def _write(rt, entry_key: str, entry: dict) -> None:
+    """Add one result to the device's file: re-read, merge, write a temporary file and rename
+    it over the old one (readers never see half a file; another process's results survive)."""
+    path = cache_file(rt)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = _read(path) or {"device": device_key(rt), "results": {}}
+        data["results"][entry_key] = entry
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError as err:  # a read-only home: keep the result for this process only
+        log.warning("nnlib tuning: cannot store results in %s (%s)", path, err)
+
+
+def clear(rt) -> None:
+    """Delete the stored results of ``rt``'s device (and this process's copies)."""
+    cache_file(rt).unlink(missing_ok=True)
+    _memory.clear()
+
+
+def stored(rt) -> dict:
+    """The results stored for ``rt``'s device: ``{"family/shape": {"params", "times", ...}}``."""
+    return _read(cache_file(rt)).get("results", {})
+
+
+def _progress(text: str, end: bool = False) -> None:
+    """One progress line, rewritten in place, on a terminal; the log elsewhere (a notebook's
+    stderr would become part of its stored output)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{text}\033[K" + ("\n" if end else ""))
+        sys.stderr.flush()
+    elif end:
+        log.info(text)
+
+
+def search(candidates, measure, label: str = "", keep: int = 3, budget_s: float = 3.0) -> list:
+    """Time every candidate, then the best ``keep`` again (a beam of width ``keep``).
+
+    ``measure(params)`` returns seconds (smaller is better) or raises when the candidate
+    cannot run on this device (build failure, work-group too large); such candidates get
+    ``inf``. Returns ``[(params, seconds), ...]`` in the candidates' order, each time the
+    smallest measured. The second round is skipped when the first used up ``budget_s``.
+    """
+    candidates = [dict(c) for c in candidates]
+    times = [float("inf")] * len(candidates)
+    start = time.perf_counter()
+    for i, params in enumerate(candidates):
+        _progress(f"nnlib: tuning {label} {i + 1}/{len(candidates)} {_short(params)}")
+        try:
+            times[i] = float(measure(params))
+        except Exception as err:  # noqa: BLE001  (any failure rules the candidate out)
+            log.info("nnlib tuning %s: %s failed: %s", label, params, err)
+    if time.perf_counter() - start < budget_s:
+        for i in sorted(range(len(candidates)), key=times.__getitem__)[:keep]:
+            if np.isfinite(times[i]):
+                times[i] = min(times[i], float(measure(candidates[i])))
+    return list(zip(candidates, times))
+
+
+def _short(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict) -> dict:
+    """The parameters of kernel family ``family`` for problems of ``shape_class`` on ``rt``'s
+    device: ``default`` with ``NNLIB_TUNE=0``, else the stored result, else the fastest of
+    ``candidates`` by :func:`search` (stored for the next process)."""
+    current = mode()
+    if current == "0":
+        return dict(default)
+    key = f"{family}/{shape_class}"
+    memo = (json.dumps(device_key(rt), sort_keys=True), key)
+    if memo in _memory:
+        return dict(_memory[memo])
+    entry = None if current == "retune" else stored(rt).get(key)
+    candidates = [dict(c) for c in candidates]
+    if entry is None or entry.get("params") not in candidates:  # new or stale candidate list
+        start = time.perf_counter()
+        results = search(candidates, measure, f"{key} on {rt.device.name.strip()}")
+        best, best_s = min(results, key=lambda r: r[1])
+        if not np.isfinite(best_s):
+            best = dict(default)
+        entry = {"params": best, "seconds": best_s if np.isfinite(best_s) else None,
+                 "candidates": [[p, t if np.isfinite(t) else None] for p, t in results],
+                 "search_s": round(time.perf_counter() - start, 3),
+                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        _progress(f"nnlib: tuned {key}: {_short(best)} "
+                  f"({len(results)} candidates, {entry['search_s']:.1f} s)", end=True)
+        _write(rt, key, entry)
+    _memory[memo] = dict(entry["params"])
+    return dict(entry["params"])
+
+
+def time_launches(run, finish, launches: int = 5, repeat: int = 3) -> float:
+    """Seconds per launch: ``run()`` enqueues once; ``finish()`` waits. The median over
+    ``repeat`` batches of ``launches``, after one batch of warm-up (compilation)."""
+    run()
+    finish()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(launches):
+            run()
+        finish()
+        samples.append((time.perf_counter() - start) / launches)
+    return float(np.median(samples))
