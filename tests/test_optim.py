@@ -69,21 +69,28 @@ def test_many_tensors_match_reference(rt, rule, fused):
     shapes = [(37,), (3, 5), (1,), (2, rt.max_work_group_size + 3)]
     params = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
               for i, s in enumerate(shapes)]
-    ws = [p.numpy().astype(np.float64) for p in params]
     opt = make(params)
     assert opt.fused
     if not fused:
         make(params)
         assert not opt.fused
+    ws = replay_many(opt, params, reference, n_state, rng, STEPS)
+    for p, w in zip(params, ws):
+        np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5)
+
+
+def replay_many(opt, params, reference, n_state, rng, steps):
+    """``steps`` steps of ``opt`` and of ``reference`` on the same random gradients of every
+    tensor; returns the reference's weights."""
+    ws = [p.numpy().astype(np.float64) for p in params]
     states = [[np.zeros_like(w) for _ in range(n_state)] for w in ws]
-    for t in range(1, STEPS + 1):
+    for t in range(1, steps + 1):
         for k, p in enumerate(params):
             g = rng.standard_normal(p.shape).astype(np.float32)
             p.grad.set(g)
             ws[k], *states[k] = reference(ws[k], g.astype(np.float64), *states[k], t)
         opt.step()
-    for p, w in zip(params, ws):
-        np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5)
+    return ws
 
 
 @pytest.mark.parametrize("params", optim.candidates(nnlib.get_runtime()),
@@ -100,14 +107,7 @@ def test_every_tuning_candidate_matches_reference(rt, monkeypatch, params):
               for i, s in enumerate(shapes)]
         opt = make(ps)
         assert opt.kernel_params == params and opt.fused
-        ws = [p.numpy().astype(np.float64) for p in ps]
-        states = [[np.zeros_like(w) for _ in range(n_state)] for w in ws]
-        for t in range(1, 4):
-            for k, p in enumerate(ps):
-                g = rng.standard_normal(p.shape).astype(np.float32)
-                p.grad.set(g)
-                ws[k], *states[k] = reference(ws[k], g.astype(np.float64), *states[k], t)
-            opt.step()
+        ws = replay_many(opt, ps, reference, n_state, rng, 3)
         for p, w in zip(ps, ws):
             np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5, err_msg=rule)
         bad = ps[2].grad.get()
