@@ -123,24 +123,25 @@ def _progress(text: str, end: bool = False) -> None:
         log.info(text)
 
 
-def search(candidates, measure, label: str = "", keep: int = 3, budget_s: float = 3.0) -> list:
-    """Time every candidate, then the best ``keep`` again (a beam of width ``keep``).
+def search(candidates, measure, label: str = "", keep: int = 3) -> list:
+    """Time every candidate, then the best ``keep`` twice more (a beam of width ``keep``:
+    a candidate that looked fast because the machine was quiet for a moment must be fast
+    again; they are compiled by then, so the second round is cheap).
 
     ``measure(params)`` returns seconds (smaller is better) or raises when the candidate
     cannot run on this device (build failure, work-group too large); such candidates get
     ``inf``. Returns ``[(params, seconds), ...]`` in the candidates' order, each time the
-    smallest measured. The second round is skipped when the first used up ``budget_s``.
+    smallest measured.
     """
     candidates = [dict(c) for c in candidates]
     times = [float("inf")] * len(candidates)
-    start = time.perf_counter()
     for i, params in enumerate(candidates):
         _progress(f"nnlib: tuning {label} {i + 1}/{len(candidates)} {_short(params)}")
         try:
             times[i] = float(measure(params))
         except Exception as err:  # noqa: BLE001  (any failure rules the candidate out)
             log.info("nnlib tuning %s: %s failed: %s", label, params, err)
-    if time.perf_counter() - start < budget_s:
+    for _ in range(2):
         for i in sorted(range(len(candidates)), key=times.__getitem__)[:keep]:
             if np.isfinite(times[i]):
                 times[i] = min(times[i], float(measure(candidates[i])))
