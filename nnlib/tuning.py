@@ -78,28 +78,38 @@ def cache_file(rt) -> Path:
     return cache_dir() / f"{slug}-{digest}.json"
 
 
-def _read(path: Path) -> dict:
+def _read_json(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
-        return data if isinstance(data, dict) and isinstance(data.get("results"), dict) else {}
+        return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
-        return {}  # missing or damaged: search again
+        return {}  # missing or damaged: as if absent
 
 
-def _write(rt, entry_key: str, entry: dict) -> None:
-    """Add one result to the device's file: re-read, merge, write a temporary file and rename
-    it over the old one (readers never see half a file; another process's results survive)."""
-    path = cache_file(rt)
+def _read(path: Path) -> dict:
+    data = _read_json(path)
+    return data if isinstance(data.get("results"), dict) else {}
+
+
+def _write_atomic(path: Path, data: dict) -> None:
+    """Write a temporary file and rename it over ``path``: readers never see half a file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = _read(path) or {"device": device_key(rt), "results": {}}
-        data["results"][entry_key] = entry
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
         os.replace(tmp, path)
-    except OSError as err:  # a read-only home: keep the result for this process only
+    except OSError as err:  # a read-only home: keep results for this process only
         log.warning("nnlib tuning: cannot store results in %s (%s)", path, err)
+
+
+def _write(rt, entry_key: str, entry: dict) -> None:
+    """Add one result to the device's file: re-read and merge (another process's results
+    survive), then write atomically."""
+    path = cache_file(rt)
+    data = _read(path) or {"device": device_key(rt), "results": {}}
+    data["results"][entry_key] = entry
+    _write_atomic(path, data)
 
 
 def clear(rt) -> None:
@@ -111,6 +121,19 @@ def clear(rt) -> None:
 def stored(rt) -> dict:
     """The results stored for ``rt``'s device: ``{"family/shape": {"params", "times", ...}}``."""
     return _read(cache_file(rt)).get("results", {})
+
+
+def preferred_device() -> dict | None:
+    """The device ``make doctor`` measured fastest among several that compile
+    (``{"platform": platform version, "device": device name}``), or None."""
+    data = _read_json(cache_dir() / "preferred_device.json")
+    return data if {"platform", "device"} <= set(data) else None
+
+
+def set_preferred_device(platform_version: str, device: str, figures: dict) -> None:
+    """Store the device the runtime should pick by default (``figures``: what decided)."""
+    _write_atomic(cache_dir() / "preferred_device.json",
+                  {"platform": platform_version, "device": device, "measured": figures})
 
 
 def _progress(text: str, end: bool = False) -> None:

@@ -132,3 +132,23 @@ def test_xdg_cache_home_is_used(monkeypatch, tmp_path):
     monkeypatch.delenv("NNLIB_TUNING_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert tuning.cache_dir() == tmp_path / "nnlib" / "tuning"
+
+
+def test_preferred_device_is_stored_and_read(cache):
+    assert tuning.preferred_device() is None
+    tuning.set_preferred_device("PoCL 9", "pthread-x", {"pthread-x": 1.0})
+    assert tuning.preferred_device()["device"] == "pthread-x"
+
+
+def test_default_device_follows_the_preference(cache, monkeypatch):
+    """With two CPU devices that compile, the stored preference decides the default."""
+    from nnlib.runtime import _kind, all_devices, can_compile, find_device, is_simulator
+
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    real = [d for d in all_devices() if not is_simulator(d) and can_compile(d)]
+    cpus = [d for d in real if _kind(d) == "CPU"]
+    if len(cpus) < 2 or any(_kind(d) == "GPU" for d in real):
+        pytest.skip("needs two CPU OpenCL devices that compile and no GPU")
+    for d in cpus:
+        tuning.set_preferred_device(d.platform.version.strip(), d.name.strip(), {})
+        assert find_device(None) == d
