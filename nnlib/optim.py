@@ -36,7 +36,8 @@ def candidates(rt) -> list:
     (each with vloadN and with loads by hand), and work-groups of 64."""
     base = default_params(rt)
     widths = sorted({1, base["VW"], min(16, 2 * base["VW"])})
-    out = [dict(base, VW=w, VLOAD=v) for w in widths for v in ((1, 0) if w > 1 else (1,))]
+    out = [base] + ([dict(base, VLOAD=0)] if base["VW"] > 1 else [])  # most promising first
+    out += [dict(base, VW=w, VLOAD=v) for w in widths for v in ((1, 0) if w > 1 else (1,))]
     out.append(dict(base, LOCAL=64))
     return [c for i, c in enumerate(out) if c not in out[:i]]
 

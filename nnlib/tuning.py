@@ -146,28 +146,39 @@ def _progress(text: str, end: bool = False) -> None:
         log.info(text)
 
 
-def search(candidates, measure, label: str = "", keep: int = 3) -> list:
-    """Time every candidate, then the best ``keep`` twice more (a beam of width ``keep``:
-    a candidate that looked fast because the machine was quiet for a moment must be fast
-    again; they are compiled by then, so the second round is cheap).
+def search(candidates, measure, label: str = "", keep: int = 3, budget_s: float | None = None,
+           known: list | None = None) -> list:
+    """Time the candidates in order, then the best ``keep`` twice more (a beam of width
+    ``keep``: a candidate that looked fast because the machine was quiet for a moment must
+    be fast again; they are compiled by then, so the second round is cheap).
 
     ``measure(params)`` returns seconds (smaller is better) or raises when the candidate
-    cannot run on this device (build failure, work-group too large); such candidates get
-    ``inf``. Returns ``[(params, seconds), ...]`` in the candidates' order, each time the
-    smallest measured.
+    cannot run on this device (build failure, work-group too large): it gets ``inf``.
+    ``known``: times from an earlier search (``None`` where not tried), not measured again.
+    With ``budget_s``, no new candidate is started once that many seconds have passed
+    (each costs a compilation; one is always timed): the rest stay ``None`` for a later
+    search to finish.
+    Returns ``[(params, seconds or None), ...]`` in the candidates' order.
     """
     candidates = [dict(c) for c in candidates]
-    times = [float("inf")] * len(candidates)
+    times = list(known) if known is not None else [None] * len(candidates)
+    start, new = time.perf_counter(), 0
     for i, params in enumerate(candidates):
+        if times[i] is not None:
+            continue
+        if budget_s is not None and new and time.perf_counter() - start > budget_s:
+            break
+        new += 1
         _progress(f"nnlib: tuning {label} {i + 1}/{len(candidates)} {_short(params)}")
         try:
             times[i] = float(measure(params))
         except Exception as err:  # noqa: BLE001  (any failure rules the candidate out)
+            times[i] = float("inf")
             log.info("nnlib tuning %s: %s failed: %s", label, params, err)
+    timed = [i for i, t in enumerate(times) if t is not None and np.isfinite(t)]
     for _ in range(2):
-        for i in sorted(range(len(candidates)), key=times.__getitem__)[:keep]:
-            if np.isfinite(times[i]):
-                times[i] = min(times[i], float(measure(candidates[i])))
+        for i in sorted(timed, key=times.__getitem__)[:keep]:
+            times[i] = min(times[i], float(measure(candidates[i])))
     return list(zip(candidates, times))
 
 
@@ -175,10 +186,15 @@ def _short(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
+BUDGET_S = 6.0  # seconds of new candidates per family and process (mostly compilation)
+
+
 def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict) -> dict:
     """The parameters of kernel family ``family`` for problems of ``shape_class`` on ``rt``'s
-    device: ``default`` with ``NNLIB_TUNE=0``, else the stored result, else the fastest of
-    ``candidates`` by :func:`search` (stored for the next process)."""
+    device: ``default`` with ``NNLIB_TUNE=0``, else the fastest of ``candidates`` found by
+    :func:`search`, stored for the next process. A search that ran out of its BUDGET_S
+    (candidates are listed most promising first) goes on where it stopped in the next
+    process that uses the family, until every candidate has been timed."""
     current = mode()
     if current == "0":
         return dict(default)
@@ -186,20 +202,28 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
     memo = (json.dumps(device_key(rt), sort_keys=True), key)
     if memo in _memory:
         return dict(_memory[memo])
-    entry = None if current == "retune" else stored(rt).get(key)
     candidates = [dict(c) for c in candidates]
-    if entry is None or entry.get("params") not in candidates:  # new or stale candidate list
+    entry = None if current == "retune" else stored(rt).get(key)
+    known = None
+    if entry is not None:  # the times of an earlier search, if its candidates are today's
+        previous = [p for p, _ in entry.get("candidates", [])]
+        if previous == candidates:
+            known = [float("inf") if t == "failed" else t for _, t in entry["candidates"]]
+    if known is None or None in known:
         start = time.perf_counter()
-        results = search(candidates, measure, f"{key} on {rt.device.name.strip()}")
-        best, best_s = min(results, key=lambda r: r[1])
-        if not np.isfinite(best_s):
-            best = dict(default)
-        entry = {"params": best, "seconds": best_s if np.isfinite(best_s) else None,
-                 "candidates": [[p, t if np.isfinite(t) else None] for p, t in results],
+        results = search(candidates, measure, f"{key} on {rt.device.name.strip()}",
+                         budget_s=BUDGET_S, known=known)
+        finite = [(p, t) for p, t in results if t is not None and np.isfinite(t)]
+        best, best_s = min(finite, key=lambda r: r[1]) if finite else (dict(default), None)
+        untried = sum(t is None for _, t in results)
+        entry = {"params": best, "seconds": best_s, "untried": untried,
+                 "candidates": [[p, "failed" if t is not None and not np.isfinite(t) else t]
+                                for p, t in results],
                  "search_s": round(time.perf_counter() - start, 3),
                  "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        _progress(f"nnlib: tuned {key}: {_short(best)} "
-                  f"({len(results)} candidates, {entry['search_s']:.1f} s)", end=True)
+        more = f", {untried} left for the next run" if untried else ""
+        _progress(f"nnlib: tuned {key}: {_short(best)} ({len(results) - untried} "
+                  f"candidates timed, {entry['search_s']:.1f} s{more})", end=True)
         _write(rt, key, entry)
     _memory[memo] = dict(entry["params"])
     return dict(entry["params"])

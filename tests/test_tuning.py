@@ -152,3 +152,19 @@ def test_default_device_follows_the_preference(cache, monkeypatch):
     for d in cpus:
         tuning.set_preferred_device(d.platform.version.strip(), d.name.strip(), {})
         assert find_device(None) == d
+
+
+def test_a_search_out_of_budget_goes_on_in_the_next_process(cache, monkeypatch):
+    monkeypatch.setattr(tuning, "BUDGET_S", 0.0)  # one new candidate per process
+    meter, rt = Meter(), fake_rt()
+    assert tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8}) == {"rows": 2}
+    assert set(meter.calls) == {2} and tuning.stored(rt)["gemm/b64"]["untried"] == 2
+    for untried in (1, 0):
+        tuning.set_mode("1")  # a new process
+        tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8})
+        assert tuning.stored(rt)["gemm/b64"]["untried"] == untried
+    assert tuning.stored(rt)["gemm/b64"]["params"] == {"rows": 4}
+    tuning.set_mode("1")
+    calls = len(meter.calls)
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8})
+    assert len(meter.calls) == calls  # complete: read from the cache

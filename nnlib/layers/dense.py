@@ -53,9 +53,10 @@ def candidates(rt, product: str, shape: str) -> list:
     """The parameter sets the tuner tries for ``product`` on problems of batch class
     ``shape``; every one is a correct kernel (tests/test_dense.py runs them all).
 
-    The default (so tuning never loses to no tuning); tile rows suited to the batch class,
-    each with vloadN and with loads by hand, at the device's vector width; the middle tile
-    at twice the width; the default with fma() and with a work-group four times larger.
+    Most promising first (a search that runs out of time goes on from there next time): the
+    default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
+    the batch class, each with vloadN and by hand, at the device's vector width; the middle
+    tile at twice the width; the default with fma() and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (4, 6, 8)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
@@ -68,9 +69,10 @@ def candidates(rt, product: str, shape: str) -> list:
             return {"NT_I": r, "VW": vw}
         return {"TN_R": r, "TN_V": 2 if vw == 16 else 4, "VW": vw}
 
-    out = [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
+    out = [base, dict(base, VLOAD=0)]
+    out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
     out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
-    out += [base, dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
+    out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
