@@ -16,6 +16,13 @@ driver version and the ``NNLIB_PROFILE`` value).
   ``0``            no search and no cache: every family uses its default parameters;
   ``retune``       search again on first use in this process and overwrite the cache.
 :func:`clear` deletes a device's stored results (the next use searches again).
+
+A search costs mostly compilation (PoCL: 1-3 s per candidate kernel on first use, then its
+own disk cache), so each family spends at most ``BUDGET_S`` seconds per process on new
+candidates, the most promising first, and the next process goes on where it stopped.
+Tests and the nbval check run with ``NNLIB_TUNE=0`` (tests/conftest.py, ``make notebooks``):
+the same kernels on every run, and no writes to the user's cache; the unit tests run every
+candidate explicitly instead.
 """
 
 from __future__ import annotations
