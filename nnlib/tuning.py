@@ -153,11 +153,12 @@ def _progress(text: str, end: bool = False) -> None:
         log.info(text)
 
 
-def search(candidates, measure, label: str = "", keep: int = 3, budget_s: float | None = None,
-           known: list | None = None) -> list:
-    """Time the candidates in order, then the best ``keep`` twice more (a beam of width
-    ``keep``: a candidate that looked fast because the machine was quiet for a moment must
-    be fast again; they are compiled by then, so the second round is cheap).
+def search(candidates, measure, label: str = "", rounds: int = 2,
+           budget_s: float | None = None, known: list | None = None) -> list:
+    """Time the candidates in order, then all of them ``rounds`` times more, taking turns,
+    and keep each one's fastest time: a candidate that looked fast because the machine was
+    quiet for a moment must be fast again, and every candidate gets as many chances (they
+    are compiled by then, so the later rounds are cheap).
 
     ``measure(params)`` returns seconds (smaller is better) or raises when the candidate
     cannot run on this device (build failure, work-group too large): it gets ``inf``.
@@ -183,8 +184,8 @@ def search(candidates, measure, label: str = "", keep: int = 3, budget_s: float 
             times[i] = float("inf")
             log.info("nnlib tuning %s: %s failed: %s", label, params, err)
     timed = [i for i, t in enumerate(times) if t is not None and np.isfinite(t)]
-    for _ in range(2):
-        for i in sorted(timed, key=times.__getitem__)[:keep]:
+    for _ in range(rounds):  # every candidate gets as many samples: a fair minimum
+        for i in timed:
             times[i] = min(times[i], float(measure(candidates[i])))
     return list(zip(candidates, times))
 

@@ -362,7 +362,7 @@ print(f"fastest: NT_I={best['NT_I']} VLOAD={best['VLOAD']}, {best_s * 1e6:.0f} Â
 # Whatever the search picks must still compute the right thing: the test suite runs every
 # candidate against the numpy reference, and so does the cell below for the winner. Run the
 # search again and the order of close candidates may change (the machine is never quiet):
-# the tuner keeps the fastest of several timings of the best three for that reason.
+# the tuner times every candidate several times, taking turns, and keeps each one's fastest.
 
 # %%
 check = nnlib.Dense(37, 21, "tanh", seed=3, runtime=rt)
