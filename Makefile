@@ -39,8 +39,9 @@ doctor:
 unit:
 	$(PY) -m pytest tests
 
+# NNLIB_TUNE=0: stored outputs are checked with the default kernel parameters (no search)
 notebooks:
-	$(PY) -m pytest $(NBVAL) notebooks/
+	NNLIB_TUNE=0 $(PY) -m pytest $(NBVAL) notebooks/
 
 ## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it
 notebook:

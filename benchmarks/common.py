@@ -1,7 +1,9 @@
 """Shared helpers of the benchmarks: medians of wall-clock times, thread limits, JSON output."""
 
+import contextlib
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -38,6 +40,32 @@ def median_s(fn, repeat: int) -> float:
     return float(np.median(times))
 
 
+def interleaved_s(runs: dict, repeat: int) -> dict:
+    """Median seconds of each ``runs[name]`` over ``repeat`` rounds, the runs taking turns
+    within each round, so that a burst of load from other processes slows all of them
+    rather than one: ratios of the medians are steadier than separately timed medians.
+
+    A run is ``fn`` or ``(fn, context)``: ``context()`` (e.g. a BLAS thread limit) is entered
+    before the timed call and left after it. Each run is warmed up as in :func:`median_s`.
+    """
+    plain = {name: r if isinstance(r, tuple) else (r, contextlib.nullcontext)
+             for name, r in runs.items()}
+    for fn, context in plain.values():
+        with context():
+            start = time.perf_counter()
+            fn()
+            while time.perf_counter() - start < WARM_UP_S:
+                fn()
+    times: dict = {name: [] for name in plain}
+    for _ in range(repeat):
+        for name, (fn, context) in plain.items():
+            with context():
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
 def per_step_s(run_steps, steps: int, repeat: int) -> float:
     """Median seconds per step of ``run_steps(steps)``, which runs ``steps`` steps and then
     waits for them: the device's queue is drained once per batch of steps, not per step."""
@@ -61,10 +89,33 @@ def write_json(name: str, rows: list, meta: dict) -> Path:
     return path
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment(rt) -> dict:
+    from nnlib import tuning
     return {"device": rt.device.name.strip(), "platform": rt.device.platform.version,
+            "driver": rt.device.driver_version, "cpu": cpu_model(),
             "pocl_threads": os.environ.get("POCL_MAX_PTHREAD_COUNT", "all"),
-            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset")}
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset"),
+            "tuning": tuning.mode(),
+            "tuned": {} if tuning.mode() == "0" else
+            {k: v["params"] for k, v in sorted(tuning.stored(rt).items())}}
+
+
+def print_environment(meta: dict) -> None:
+    """The machine, the OpenCL build and the tuned kernel parameters a benchmark ran with."""
+    print(f"CPU: {meta['cpu']}; OpenCL: {meta['device']} ({meta['platform']}); "
+          f"PoCL threads {meta['pocl_threads']}; NNLIB_TUNE={meta['tuning']}")
+    for family, params in meta["tuned"].items():
+        print(f"  tuned {family}: " + " ".join(f"{k}={v}" for k, v in params.items()))
 
 
 def stored_results(name: str) -> list:

@@ -6,16 +6,18 @@
 For each width n (an n -> n layer, tanh) and batch: forward, and forward + backward (input
 and weight gradients), as wall-clock medians (one wait for the device per pass) with the data
 on the device; numpy with 1 and 2 BLAS threads (threadpoolctl) and PyTorch CPU with 2
-threads, in the same run. The seed kernel runs up to --seed-max-width. With several
---pocl-threads values each runs in its own process (PoCL reads the variable once) and the
-table ends with the fast kernel's thread speedup. Writes build/bench/dense.json.
+threads, in the same run, taking turns (interleaved repeats). The seed kernel runs up to
+--seed-max-width. Prints the CPU, the OpenCL build and the tuned kernel parameters. With
+several --pocl-threads values each runs in its own process (PoCL reads the variable once)
+and the table ends with the fast kernel's thread speedup. Writes build/bench/dense.json.
 """
 
 import argparse
 
 import numpy as np
 
-from .common import environment, median_s, run_child, set_pocl_threads, write_json
+from .common import (environment, interleaved_s, print_environment, run_child,
+                     set_pocl_threads, write_json)
 
 
 def numpy_step(x, w, dy, backward, tanh=np.tanh):
@@ -31,7 +33,7 @@ def main(argv=None):
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--pocl-threads", type=int, nargs="+", default=[])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--seed-max-width", type=int, default=1024,
                         help="run the slow seed kernel up to this width (0: never)")
     parser.add_argument("--name", default="dense", help="JSON file name under build/bench/")
@@ -63,31 +65,35 @@ def main(argv=None):
             w = layers[variants[0]].weight.numpy()
             for backward in (False, True):
                 flops = 2.0 * batch * n * n * (3 if backward else 1)
-                row = {"n": n, "batch": batch, "pass": "fwd+bwd" if backward else "fwd"}
+                runs = {}
                 for v, layer in layers.items():
                     def run(layer=layer):
                         layer.forward(x_dev)
                         if backward:
                             layer.backward(dy_dev)
                         rt.queue.finish()
-                    row[v] = flops / median_s(run, args.repeat) / 1e9
+                    runs[v] = run
                 for threads in (1, 2):
-                    with threadpool_limits(threads):
-                        row[f"numpy_{threads}"] = flops / median_s(
-                            lambda: numpy_step(x, w, dy, backward), args.repeat) / 1e9
+                    runs[f"numpy_{threads}"] = (lambda: numpy_step(x, w, dy, backward),
+                                                lambda t=threads: threadpool_limits(t))
                 if torch is not None:
                     tx, tw, tdy = (torch.from_numpy(a) for a in (x, w, dy))
 
                     def torch_run():
                         with torch.no_grad():
                             numpy_step(tx, tw, tdy, backward, torch.tanh)
-                    row["torch"] = flops / median_s(torch_run, args.repeat) / 1e9
+                    runs["torch"] = torch_run
+                seconds = interleaved_s(runs, args.repeat)
+                row = {"n": n, "batch": batch, "pass": "fwd+bwd" if backward else "fwd",
+                       **{k: flops / s / 1e9 for k, s in seconds.items()}}
                 rows.append(row)
                 print(f"{n:5d} {batch:5d} {row['pass']:>8} {row.get('seed', float('nan')):8.1f}"
                       f" {row['fast']:8.1f} {row['numpy_1']:8.1f} {row['numpy_2']:8.1f} "
                       f"{row.get('torch', float('nan')):8.1f}"
                       f"   fast/numpy2 {row['fast'] / row['numpy_2']:.2f}")
-    path = write_json(args.name, rows, environment(rt))
+    meta = environment(rt)
+    print_environment(meta)
+    path = write_json(args.name, rows, meta)
     print(f"wrote {path}")
     return rows
 

@@ -67,14 +67,19 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 
 // ---------------------------------------------------------------- blocked design
 // Two register-blocked kernels do the three products. Each work-item keeps a tile of
-// outputs in vector accumulators (VW floats wide, the device's preferred width; the loops
-// over the tile are unrolled so that the accumulators stay in registers) and reads every
-// operand along contiguous rows:
+// outputs in vector accumulators (VW floats wide; the loops over the tile are unrolled so
+// that the accumulators stay in registers) and reads every operand along contiguous rows:
 //   forward  Y  = act(X W^T + b)          gemm_nt: X and W both walk along k (dot products)
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
 //   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated)
-// nnlib/layers/dense.py passes the tile sizes -DNT_I, -DTN_R, -DTN_V and -DVW.
+// The best tile depends on the device and its compiler, so these are build options that
+// nnlib/layers/dense.py chooses per device by measuring (nnlib/tuning.py):
+//   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
+//   TN_R  rows per gemm_tn tile            TN_V  vectors of columns per gemm_tn tile
+//   VLOAD 1: vloadN/vstoreN builtins, 0: one float at a time (compilers that do not inline
+//         the builtins, such as PoCL 3.0, run a function call per vload)
+//   FMA   1: fma() builtin, 0: plain a * b + c (which the compiler may contract itself)
 #ifndef VW
 #define VW 8
 #endif
@@ -88,18 +93,49 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #ifndef TN_V
 #define TN_V 4
 #endif
+#ifndef VLOAD
+#define VLOAD 1
+#endif
+#ifndef FMA
+#define FMA 0
+#endif
 #if VW == 16
 #define floatv float16
 #define vloadv vload16
 #define vstorev vstore16
+#define LOAD_BY_HAND(p) ((float16)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], \
+    (p)[7], (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define STORE_BY_HAND(x, p) do { STORE8_((x).lo, p); STORE8_((x).hi, (p) + 8); } while (0)
 #elif VW == 8
 #define floatv float8
 #define vloadv vload8
 #define vstorev vstore8
-#else
+#define LOAD_BY_HAND(p) \
+    ((float8)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define STORE_BY_HAND(x, p) STORE8_(x, p)
+#elif VW == 4
 #define floatv float4
 #define vloadv vload4
 #define vstorev vstore4
+#define LOAD_BY_HAND(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define STORE_BY_HAND(x, p) STORE4_(x, p)
+#else
+#error "VW must be 4, 8 or 16"
+#endif
+#define STORE4_(x, p) do { (p)[0] = (x).s0; (p)[1] = (x).s1; (p)[2] = (x).s2; \
+    (p)[3] = (x).s3; } while (0)
+#define STORE8_(x, p) do { STORE4_((x).lo, p); STORE4_((x).hi, (p) + 4); } while (0)
+#if VLOAD
+#define LOADV(p) vloadv(0, p)
+#define STOREV(x, p) vstorev(x, 0, p)
+#else
+#define LOADV(p) LOAD_BY_HAND(p)
+#define STOREV(x, p) STORE_BY_HAND(x, p)
+#endif
+#if FMA
+#define MAD(a, b, c) fma(a, b, c)
+#else
+#define MAD(a, b, c) ((a) * (b) + (c))
 #endif
 #define TN_COLS (TN_V * VW)
 
@@ -168,15 +204,15 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         floatv av[NT_I], bv[NT_J];
         #pragma unroll
         for (int i = 0; i < NT_I; ++i)
-            av[i] = vloadv(0, ar[i] + k);
+            av[i] = LOADV(ar[i] + k);
         #pragma unroll
         for (int j = 0; j < NT_J; ++j)
-            bv[j] = vloadv(0, br[j] + k);
+            bv[j] = LOADV(br[j] + k);
         #pragma unroll
         for (int i = 0; i < NT_I; ++i)
             #pragma unroll
             for (int j = 0; j < NT_J; ++j)
-                acc[i][j] += av[i] * bv[j];
+                acc[i][j] = MAD(av[i], bv[j], acc[i][j]);
     }
     float4 sum[NT_I];
     #pragma unroll
@@ -238,19 +274,19 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
         if (whole) {
             #pragma unroll
             for (int v = 0; v < TN_V; ++v)
-                bv[v] = vloadv(v, bk);
+                bv[v] = LOADV(bk + v * VW);
         } else {  // the last, partial column block: zeros past the edge
             #pragma unroll
             for (int v = 0; v < TN_V; ++v) {
                 if (c0 + (v + 1) * VW <= ncols) {
-                    bv[v] = vloadv(v, bk);
+                    bv[v] = LOADV(bk + v * VW);
                 } else if (c0 + v * VW >= ncols) {
                     bv[v] = (floatv)(0.0f);
                 } else {
                     float tail[VW];
                     for (int q = 0; q < VW; ++q)
                         tail[q] = c0 + v * VW + q < ncols ? bk[v * VW + q] : 0.0f;
-                    bv[v] = vloadv(0, tail);
+                    bv[v] = LOADV(tail);
                 }
             }
         }
@@ -259,7 +295,7 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
             float s = pk[rows[r]];
             #pragma unroll
             for (int v = 0; v < TN_V; ++v)
-                acc[r][v] += s * bv[v];
+                acc[r][v] = MAD((floatv)(s), bv[v], acc[r][v]);
         }
     }
     #pragma unroll
@@ -270,10 +306,10 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
         for (int v = 0; v < TN_V; ++v) {
             size_t o = (size_t)(r0 + r) * ncols + c0 + v * VW;
             if (act == ACT_NONE && c0 + (v + 1) * VW <= ncols) {  // a whole vector
-                vstorev(accumulate ? vloadv(0, c + o) + acc[r][v] : acc[r][v], 0, c + o);
+                STOREV(accumulate ? LOADV(c + o) + acc[r][v] : acc[r][v], c + o);
             } else if (c0 + v * VW < ncols) {
                 float out[VW];
-                vstorev(acc[r][v], 0, out);
+                STOREV(acc[r][v], out);
                 for (int q = 0; q < min(VW, ncols - c0 - v * VW); ++q) {
                     float value = out[q] * activate_grad(y[o + q], act);
                     c[o + q] = accumulate ? c[o + q] + value : value;

@@ -12,22 +12,48 @@
 // Host-side numbers: step_size = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t), computed in
 // float64 on the host as PyTorch does.
 
-// VW: the device's preferred float vector width (1, 2, 4, 8 or 16), set by the host. A CPU
-// runs a work-item's vector in one SIMD register; a GPU prefers 1 (its warps are the vectors).
+// VW: floats per work-item (1, 2, 4, 8 or 16) and VLOAD (1: vloadN/vstoreN builtins, 0: one
+// float at a time), set by the host per device (nnlib/optim.py measures them, see
+// nnlib/tuning.py). A CPU runs a work-item's vector in one SIMD register; a GPU prefers 1
+// (its warps are the vectors); PoCL 3.0 does not inline the vloadN builtins.
 #ifndef VW
 #define VW 1
 #endif
+#ifndef VLOAD
+#define VLOAD 1
+#endif
 #if VW == 1
 typedef float floatv;
-#define VLOAD(p) (*(p))
-#define VSTORE(x, p) (*(p) = (x))
-#define ANY(c) (c)
 #else
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 typedef CAT(float, VW) floatv;
-#define VLOAD(p) CAT(vload, VW)(0, p)
-#define VSTORE(x, p) CAT(vstore, VW)(x, 0, p)
+#endif
+typedef union { floatv v; float f[VW]; } lanes;  // a vector's lanes as an array
+#if VW == 1
+#define LOADV(p) (*(p))
+#define STOREV(x, p) (*(p) = (x))
+#define ANY(c) (c)
+#elif VLOAD
+#define LOADV(p) CAT(vload, VW)(0, p)
+#define STOREV(x, p) CAT(vstore, VW)(x, 0, p)
+#define ANY(c) any(c)
+#else  // one float at a time through the lanes; the compiler keeps them in registers
+floatv load_by_hand(global const float *p)
+{
+    lanes u;
+    for (int k = 0; k < VW; ++k)
+        u.f[k] = p[k];
+    return u.v;
+}
+void store_by_hand(floatv x, global float *p)
+{
+    lanes u = {x};
+    for (int k = 0; k < VW; ++k)
+        p[k] = u.f[k];
+}
+#define LOADV(p) load_by_hand(p)
+#define STOREV(x, p) store_by_hand(x, p)
 #define ANY(c) any(c)
 #endif
 
@@ -36,11 +62,11 @@ typedef CAT(float, VW) floatv;
 floatv load_v(global const float *p, int first, int n)
 {
     if (first + VW <= n)
-        return VLOAD(p + first);
-    float part[VW];
+        return LOADV(p + first);
+    lanes part;
     for (int k = 0; k < VW; ++k)
-        part[k] = first + k < n ? p[first + k] : 0.0f;
-    return VLOAD(part);
+        part.f[k] = first + k < n ? p[first + k] : 0.0f;
+    return part.v;
 }
 
 // a / d where d > 0, else 0 (lane by lane for vectors).
@@ -50,13 +76,12 @@ floatv load_v(global const float *p, int first, int n)
 void store_v(floatv x, global float *p, int first, int n)
 {
     if (first + VW <= n) {
-        VSTORE(x, p + first);
+        STOREV(x, p + first);
         return;
     }
-    float part[VW];
-    VSTORE(x, part);
+    lanes part = {x};
     for (int k = 0; first + k < n; ++k)
-        p[first + k] = part[k];
+        p[first + k] = part.f[k];
 }
 
 // One work-item, before a step: count the last step if it was skipped, clear the flag.

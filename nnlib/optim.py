@@ -20,9 +20,55 @@ from collections.abc import Mapping
 import numpy as np
 import pyopencl as cl
 
+from . import tuning
 from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
+
+TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
+
+
+def default_params(rt) -> dict:
+    """Elementwise update kernels without tuning: the device's vector width per work-item,
+    vloadN, the driver's choice of work-group size (LOCAL 0)."""
+    return {"VW": rt.vector_width, "VLOAD": 1, "LOCAL": 0}
+
+
+def candidates(rt) -> list:
+    """What the tuner tries: 1, the device's and twice the device's width per work-item
+    (each with vloadN and with loads by hand), and work-groups of 64."""
+    base = default_params(rt)
+    widths = sorted({1, base["VW"], min(16, 2 * base["VW"])})
+    out = [base] + ([dict(base, VLOAD=0)] if base["VW"] > 1 else [])  # most promising first
+    out += [dict(base, VW=w, VLOAD=v) for w in widths for v in ((1, 0) if w > 1 else (1,))]
+    out.append(dict(base, LOCAL=64))
+    return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+def kernel_options(params: dict) -> tuple:
+    return (f"-DVW={params['VW']}", f"-DVLOAD={params['VLOAD']}")
+
+
+def measure(rt, params: dict) -> float:
+    """Seconds per Adam update of TUNE_SIZE elements with ``params``."""
+    kernel = Launcher(rt, rt.kernel("optim", "adam_update", kernel_options(params)))
+    w, g, m, v = (rt.zeros((TUNE_SIZE,)) for _ in range(4))
+    skip = rt.zeros((2,), dtype=np.int32)
+    local = (min(params["LOCAL"], rt.work_group_size(kernel.kernel)),) if params["LOCAL"] \
+        else None
+    f32, n = np.float32, TUNE_SIZE
+
+    def run():
+        kernel((-(-n // params["VW"]),), local, w.data, g.data, m.data, v.data, skip.data,
+               np.int32(n), f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0), np.int32(0),
+               f32(1e-3), f32(1))
+    return tuning.time_launches(run, rt.queue.finish, launches=10)
+
+
+def elementwise_params(rt) -> dict:
+    """The parameters of the elementwise update kernels on ``rt``'s device (tuned)."""
+    return tuning.tuned(rt, "optim.elementwise", "flat", candidates(rt),
+                        lambda p: measure(rt, p), default_params(rt))
 
 
 def _check_range(name: str, value, low: float, high: float | None = None) -> float:
@@ -75,8 +121,12 @@ class Optimizer:
         rt = self.runtime
         self._flat_layout = None  # built on first use, once the constructor's checks passed
         self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped before, last skipped]
-        self._vw = rt.vector_width  # elements per work-item of the elementwise kernels
-        self._options = (f"-DVW={self._vw}",)
+        self.kernel_params = elementwise_params(rt)
+        self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
+        local = self.kernel_params["LOCAL"]
+        # their work-group size (None: the driver's choice)
+        self._local = (min(local, rt.max_work_group_size),) if local else None
+        self._options = kernel_options(self.kernel_params)
         self._skip_begin = Launcher(rt, rt.kernel("optim", "skip_begin", self._options))
         self._launchers: dict = {}
 
@@ -132,8 +182,8 @@ class Optimizer:
         targets = self._targets()
         for i in targets:
             n, _, grad, *_ = self._tensors(i)
-            self._launcher("check_finite", i)(self._items(n), None, grad.data, np.int32(n),
-                                              self._skip.data)
+            self._launcher("check_finite", i)(self._items(n), self._local, grad.data,
+                                              np.int32(n), self._skip.data)
         self.steps += 1
         self.events = [self._update(i) for i in targets]
 
@@ -259,7 +309,7 @@ class SGD(Optimizer):
         n, w, g, v = self._tensors(i)
         v = g if v is None else v  # not touched without momentum
         return self._launcher("sgd_update", i)(
-            self._items(n), None, w.data, g.data, v.data, self._skip.data, np.int32(n),
+            self._items(n), self._local, w.data, g.data, v.data, self._skip.data, np.int32(n),
             np.float32(self.lr), np.float32(self.momentum), np.int32(self.nesterov),
             np.float32(self.weight_decay))
 
@@ -291,7 +341,8 @@ class Adam(Optimizer):
     def _adam_launch(self, i, weight_decay: float, decoupled: bool):
         n, w, g, m, v = self._tensors(i)
         return self._launcher("adam_update", i)(
-            self._items(n), None, w.data, g.data, m.data, v.data, self._skip.data, np.int32(n),
+            self._items(n), self._local, w.data, g.data, m.data, v.data, self._skip.data,
+            np.int32(n),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(weight_decay), np.int32(decoupled),
             *self._corrections())
@@ -398,7 +449,7 @@ class Adan(Optimizer):
         n, w, g, m, d, nu, g_prev = self._tensors(i)
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
         return self._launcher("adan_update", i)(
-            self._items(n), None, w.data, g.data, m.data, d.data, nu.data, g_prev.data,
+            self._items(n), self._local, w.data, g.data, m.data, d.data, nu.data, g_prev.data,
             self._skip.data, np.int32(n), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
             np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),

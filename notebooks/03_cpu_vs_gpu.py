@@ -320,6 +320,62 @@ else:
           "copy build/bench/dense.json to benchmarks/stored/dense_<device>.json")
 
 # %% [markdown]
+# ## Why the best kernel depends on the device: autotuning
+#
+# The blocked kernels have knobs: how many rows of X one work-item computes (`NT_I`), how wide
+# its vectors are (`VW`), whether it loads them with the `vloadN` builtins or one float at a
+# time (`VLOAD`), `fma()` or plain `a * b + c` (`FMA`), and the work-group size. No setting is
+# best everywhere: a compiler that inlines `vload8` makes the builtin free, one that does not
+# (PoCL 3.0 from PyPI) turns every load into a function call; a CPU with 32 vector
+# registers holds a larger tile than one with 16. So instead of constants, `nnlib` measures:
+# on first use on a device, each kernel family times a few candidates on a representative
+# problem and keeps the fastest (`nnlib/tuning.py`). CLBlast ships a database of such results
+# per device; tinygrad's BEAM search measures them on your machine, as here. The results are
+# cached per device and driver under `~/.cache/nnlib/tuning/`; `NNLIB_TUNE=0` turns tuning
+# off (the defaults, as in the tests), `NNLIB_TUNE=retune` searches again.
+#
+# Here is a small search run live: the forward product at batch 64, 512 -> 512, with three
+# tile heights and both load styles, everything else at this device's defaults.
+
+# %%
+from nnlib import tuning
+from nnlib.layers import dense as dense_kernels
+
+base = dense_kernels.default_params(rt, "forward")
+grid = [dict(base, NT_I=rows, VLOAD=vload) for rows in (2, 4, 8) for vload in (1, 0)]
+print(f"{len(grid)} candidates: NT_I in (2, 4, 8) x VLOAD in (1, 0)")
+
+# %% tags=["nbval-ignore-output"]
+search_results = tuning.search(grid, lambda p: dense_kernels.measure(rt, "forward", "b64", p))
+micro = [t * 1e6 for _, t in search_results]
+labels = [f"{p['NT_I']} rows\n{'vload' if p['VLOAD'] else 'by hand'}"
+          for p, _ in search_results]
+plt.bar(range(len(search_results)), micro, tick_label=labels)
+plt.ylabel("µs per launch (fastest of several)")
+plt.title(f"gemm_nt, batch 64, 512 -> 512 on {rt.device.name.strip()}")
+plt.show()
+best, best_s = min(search_results, key=lambda r: r[1])
+print(f"fastest: NT_I={best['NT_I']} VLOAD={best['VLOAD']}, {best_s * 1e6:.0f} µs; slowest "
+      f"{max(micro):.0f} µs ({max(micro) / (best_s * 1e6):.1f}x)")
+
+# %% [markdown]
+# Whatever the search picks must still compute the right thing: the test suite runs every
+# candidate against the numpy reference, and so does the cell below for the winner. Run the
+# search again and the order of close candidates may change (the machine is never quiet):
+# the tuner times every candidate several times, taking turns, and keeps each one's fastest.
+
+# %%
+check = nnlib.Dense(37, 21, "tanh", seed=3, runtime=rt)
+check.kernels = dense_kernels.DenseKernels(rt, params={"forward": best})
+x_check = np.random.default_rng(0).uniform(-1, 1, (7, 37))
+got = check.forward(x_check).get()
+want = nnlib.reference.dense_forward(x_check, check.weight.numpy().astype(np.float64),
+                                     check.bias.numpy().astype(np.float64), "tanh")
+print("chosen kernel matches the reference, max |error| < 1e-5:",
+      bool(np.abs(got - want).max() < 1e-5))
+assert best_s <= max(t for _, t in search_results) and np.isfinite(best_s)
+
+# %% [markdown]
 # ## Summary
 #
 # * The same arithmetic runs 20-100x faster when each work-item keeps a tile of results in
@@ -331,8 +387,8 @@ else:
 #
 # ## Exercises
 #
-# 1. Change `NT_TILE` in `nnlib/layers/dense.py` to `(2, 4)` and `(8, 4)` and rerun the width
-#    sweep. Why does a smaller tile lose, and what limits a larger one?
+# 1. Extend the autotuning search above to rows 1, 6 and 12 and to `VW` 4 and 16. Why does a
+#    smaller tile lose, and what limits a larger one?
 # 2. Where on the roofline is the seed kernel at batch 64? Is it limited by bandwidth?
 # 3. Run `python -m benchmarks.dense --pocl-threads 1 2 --widths 64 4096 --batches 64` and
 #    explain why the speedup differs between the two widths.

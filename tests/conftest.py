@@ -1,7 +1,15 @@
+import os
+
 import numpy as np
 import pytest
 
 import nnlib
+
+# Unit tests run every kernel with its default parameters and test each tuning candidate
+# explicitly: no search (results would differ from run to run and machine to machine, and
+# cost seconds), and nothing written to the user's tuning cache. tests/test_tuning.py sets
+# the mode it tests.
+os.environ.setdefault("NNLIB_TUNE", "0")
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ def test_train_step_benchmark_runs_and_writes_json():
     rows = train_step.main(["--batches", "3", "--steps", "2", "--repeat", "1",
                             "--no-tinygrad"])
     assert [r["batch"] for r in rows] == [3]
-    assert all(rows[0][k] > 0 for k in ("nnlib", "numpy_1", "numpy_2", "nnlib_vs_fastest"))
+    assert all(rows[0][k] > 0 for k in ("nnlib", "numpy_1", "numpy_2", "fastest_other_over_nnlib"))
     assert saved("train_step")["rows"] == rows
 
 

@@ -5,7 +5,8 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
-from nnlib.layers.dense import VARIANTS
+from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
+                                candidates, default_params, shape_class)
 
 from .gradcheck import numeric_grad
 
@@ -113,3 +114,75 @@ def test_device_array_input_is_used_as_is(rt, rng):
     layer = nnlib.Dense(6, 3, runtime=rt)
     x = rng.standard_normal((2, 6)).astype(np.float32)
     np.testing.assert_array_equal(layer.forward(rt.to_device(x)).get(), layer.forward(x).get())
+
+
+def every_candidate():
+    """(product, params) for every parameter set the tuner may choose on this device."""
+    rt = nnlib.get_runtime()
+    out = []
+    for product in PRODUCTS:
+        for shape in TUNE_SHAPE:
+            out += [(product, c) for c in candidates(rt, product, shape)
+                    if (product, c) not in out]
+    return out
+
+
+@pytest.mark.parametrize("product, params", every_candidate(),
+                         ids=lambda v: v if isinstance(v, str) else build_options(v))
+def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
+    """Whatever the tuner picks is correct: each candidate of each product, on odd sizes,
+    sizes above the work-group limit and batch 1, the other products at their defaults."""
+    big = rt.max_work_group_size + 3
+    for batch, n_in, n_out in [(1, 13, 7), (7, 33, 17), (2, big, 3), (17, 6, big), (33, 37, 21)]:
+        layer = nnlib.Dense(n_in, n_out, "tanh", seed=3, runtime=rt)
+        layer.kernels = DenseKernels(rt, params={product: params})
+        x = rng.uniform(-1, 1, (batch, n_in)).astype(np.float32)
+        dy = rng.standard_normal((batch, n_out)).astype(np.float32)
+        layer.weight.grad.fill(0.5)  # the weight gradient accumulates
+        y = layer.forward(x).get()
+        dz = rt.to_device(dy * (1 - y.astype(np.float64) ** 2))
+        dx = layer.backward_preactivation(dz, input_act="tanh").get()  # x as a tanh output
+        w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+        want = ref.dense_forward(x.astype(np.float64), w, b, "tanh")
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+        dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, "tanh")
+        np.testing.assert_allclose(dx, dx_ref * (1 - x.astype(np.float64) ** 2), rtol=1e-4,
+                                   atol=1e-4)
+        np.testing.assert_allclose(layer.weight.grad.get(), dw_ref + 0.5, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+
+
+def test_candidates_cover_the_choices_the_kernel_offers(rt):
+    """The search space: tile rows per batch class, both load styles, fma, two widths, two
+    work-group sizes; the default is always a candidate."""
+    for product in PRODUCTS:
+        for shape in TUNE_SHAPE:
+            found = candidates(rt, product, shape)
+            assert default_params(rt, product) in found
+            for key in ("VLOAD", "FMA", "VW", "LOCAL"):
+                assert len({c[key] for c in found}) == 2, (product, shape, key)
+    assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2, 6}
+    assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
+    assert shape_class("weight", 1) == "b64"
+
+
+def test_tuned_parameters_come_from_the_search(rt, tmp_path, monkeypatch):
+    """With tuning on, a layer runs the candidate the (here faked) measurements favour."""
+    from nnlib import tuning
+    from nnlib.layers import dense
+
+    monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
+    want = candidates(rt, "forward", "b4")[-1]
+    monkeypatch.setattr(dense, "measure", lambda rt, product, shape, p: 1.0 - (p == want))
+    tuning.set_mode("1")
+    try:
+        kernels = DenseKernels(rt)
+        assert kernels.params("forward", 3) == want
+        assert tuning.stored(rt)["dense.forward/b4"]["params"] == want
+    finally:
+        tuning.set_mode(None)
+
+
+def test_unknown_product_is_refused(rt):
+    with pytest.raises(ValueError, match="unknown dense product"):
+        DenseKernels(rt, params={"sideways": {}})

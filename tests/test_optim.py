@@ -69,21 +69,70 @@ def test_many_tensors_match_reference(rt, rule, fused):
     shapes = [(37,), (3, 5), (1,), (2, rt.max_work_group_size + 3)]
     params = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
               for i, s in enumerate(shapes)]
-    ws = [p.numpy().astype(np.float64) for p in params]
     opt = make(params)
     assert opt.fused
     if not fused:
         make(params)
         assert not opt.fused
+    ws = replay_many(opt, params, reference, n_state, rng, STEPS)
+    for p, w in zip(params, ws):
+        np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5)
+
+
+def replay_many(opt, params, reference, n_state, rng, steps):
+    """``steps`` steps of ``opt`` and of ``reference`` on the same random gradients of every
+    tensor; returns the reference's weights."""
+    ws = [p.numpy().astype(np.float64) for p in params]
     states = [[np.zeros_like(w) for _ in range(n_state)] for w in ws]
-    for t in range(1, STEPS + 1):
+    for t in range(1, steps + 1):
         for k, p in enumerate(params):
             g = rng.standard_normal(p.shape).astype(np.float32)
             p.grad.set(g)
             ws[k], *states[k] = reference(ws[k], g.astype(np.float64), *states[k], t)
         opt.step()
-    for p, w in zip(params, ws):
-        np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5)
+    return ws
+
+
+@pytest.mark.parametrize("params", optim.candidates(nnlib.get_runtime()),
+                         ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()))
+def test_every_tuning_candidate_matches_reference(rt, monkeypatch, params):
+    """Whatever the tuner picks is correct: each candidate (width per work-item, load style,
+    work-group size), every elementwise rule, tensors of odd sizes laid end to end and one
+    above the work-group limit, and a non-finite gradient that must skip the step."""
+    monkeypatch.setattr(optim, "elementwise_params", lambda rt: dict(params))
+    shapes = [(37,), (1,), (2, rt.max_work_group_size + 3)]
+    for rule, (make, reference, n_state) in RULES.items():
+        rng = np.random.default_rng(2)
+        ps = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
+              for i, s in enumerate(shapes)]
+        opt = make(ps)
+        assert opt.kernel_params == params and opt.fused
+        ws = replay_many(opt, ps, reference, n_state, rng, 3)
+        for p, w in zip(ps, ws):
+            np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5, err_msg=rule)
+        bad = ps[2].grad.get()
+        bad[1, -1] = np.nan
+        ps[2].grad.set(bad)
+        opt.step()
+        assert opt.skipped_steps == 1, rule
+        for p, w in zip(ps, ws):
+            np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5, err_msg=rule)
+
+
+def test_optimizer_parameters_come_from_the_search(rt, tmp_path, monkeypatch):
+    from nnlib import tuning
+
+    monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
+    want = optim.candidates(rt)[-1]
+    monkeypatch.setattr(optim, "measure", lambda rt, p: 1.0 - (p == want))
+    tuning.set_mode("1")
+    try:
+        opt = optim.Adam([nnlib.Parameter(np.ones(5), "w", runtime=rt)])
+        assert opt.kernel_params == want
+        assert tuning.stored(rt)["optim.elementwise/flat"]["params"] == want
+    finally:
+        tuning.set_mode(None)
+    assert len({c["VW"] for c in optim.candidates(rt)}) >= 2
 
 
 def test_zero_grad_clears_every_tensor(rt):

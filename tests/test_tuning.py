@@ -1,0 +1,170 @@
+"""nnlib.tuning: the search, the modes of NNLIB_TUNE and the per-device disk cache."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from nnlib import tuning
+
+CANDIDATES = [{"rows": 2}, {"rows": 4}, {"rows": 8}]
+COST = {2: 3.0, 4: 1.0, 8: 2.0}  # seconds a fake kernel "takes": rows=4 is the fastest
+
+
+def fake_rt(device="Fake CPU", driver="1.0"):
+    platform = SimpleNamespace(name="Fake Platform", version="OpenCL 3.0 fake")
+    return SimpleNamespace(device=SimpleNamespace(name=device, platform=platform,
+                                                  driver_version=driver))
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
+    monkeypatch.delenv("NNLIB_PROFILE", raising=False)
+    tuning.set_mode("1")
+    yield tmp_path
+    tuning.set_mode(None)
+
+
+class Meter:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, params):
+        self.calls.append(params["rows"])
+        if params["rows"] == 8 and "fail8" in self.__dict__:
+            raise RuntimeError("build failed")
+        return COST[params["rows"]]
+
+
+def test_search_picks_the_fastest_and_stores_it(cache):
+    meter = Meter()
+    got = tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2})
+    assert got == {"rows": 4}
+    assert sorted(set(meter.calls)) == [2, 4, 8]
+    files = list(cache.glob("*.json"))
+    assert len(files) == 1 and files[0].name.startswith("Fake-CPU-")
+    data = json.loads(files[0].read_text())
+    assert data["device"]["driver"] == "1.0"
+    assert data["results"]["gemm/b64"]["params"] == {"rows": 4}
+    assert [t for _, t in data["results"]["gemm/b64"]["candidates"]] == [3.0, 1.0, 2.0]
+
+
+def test_next_process_reads_the_cache_without_measuring(cache):
+    tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    tuning.set_mode("1")  # forgets this process's results, as a new process would
+    meter = Meter()
+    assert tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2}) == {"rows": 4}
+    assert meter.calls == []
+
+
+def test_other_driver_profile_or_shape_class_search_again(cache, monkeypatch):
+    tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    for rt, shape in ((fake_rt(driver="2.0"), "b64"), (fake_rt(), "b1")):
+        meter = Meter()
+        tuning.tuned(rt, "gemm", shape, CANDIDATES, meter, {"rows": 2})
+        assert meter.calls
+    monkeypatch.setenv("NNLIB_PROFILE", "gpu")
+    assert tuning.cache_file(fake_rt()) != tuning.cache_file(fake_rt(driver="2.0"))
+    meter = Meter()
+    tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2})
+    assert meter.calls
+    assert len(list(cache.glob("*.json"))) == 3
+
+
+def test_mode_0_uses_the_default_and_touches_nothing(cache):
+    tuning.set_mode("0")
+    meter = Meter()
+    assert tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2}) == {"rows": 2}
+    assert meter.calls == [] and not list(cache.iterdir())
+
+
+def test_retune_measures_again(cache):
+    tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    tuning.set_mode("retune")
+    meter = Meter()
+    tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2})
+    assert meter.calls
+
+
+def test_clear_and_a_changed_candidate_list_search_again(cache):
+    rt = fake_rt()
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    tuning.clear(rt)
+    assert tuning.stored(rt) == {}
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    tuning.set_mode("1")
+    meter = Meter()  # the stored winner (rows=4) is no longer a candidate
+    assert tuning.tuned(rt, "gemm", "b64", [{"rows": 2}, {"rows": 8}], meter,
+                        {"rows": 2}) == {"rows": 8}
+    assert meter.calls
+
+
+def test_failing_candidates_are_ruled_out(cache):
+    meter = Meter()
+    meter.fail8 = True
+    assert tuning.tuned(fake_rt(), "gemm", "b64", [{"rows": 2}, {"rows": 8}], meter,
+                        {"rows": 4}) == {"rows": 2}
+
+
+def test_all_candidates_failing_gives_the_default(cache):
+    def broken(params):
+        raise RuntimeError("no")
+    assert tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, broken, {"rows": 2}) == {"rows": 2}
+
+
+def test_damaged_cache_file_is_searched_again(cache):
+    rt = fake_rt()
+    tuning.cache_file(rt).parent.mkdir(parents=True, exist_ok=True)
+    tuning.cache_file(rt).write_text("{not json")
+    assert tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2}) == {"rows": 4}
+
+
+def test_bad_mode_is_refused(monkeypatch):
+    with pytest.raises(ValueError, match="tuning mode"):
+        tuning.set_mode("fast")
+    monkeypatch.setenv("NNLIB_TUNE", "yes")
+    with pytest.raises(ValueError, match="NNLIB_TUNE must be one of"):
+        tuning.mode()
+
+
+def test_xdg_cache_home_is_used(monkeypatch, tmp_path):
+    monkeypatch.delenv("NNLIB_TUNING_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert tuning.cache_dir() == tmp_path / "nnlib" / "tuning"
+
+
+def test_preferred_device_is_stored_and_read(cache):
+    assert tuning.preferred_device() is None
+    tuning.set_preferred_device("PoCL 9", "pthread-x", {"pthread-x": 1.0})
+    assert tuning.preferred_device()["device"] == "pthread-x"
+
+
+def test_default_device_follows_the_preference(cache, monkeypatch):
+    """With two CPU devices that compile, the stored preference decides the default."""
+    from nnlib.runtime import _kind, all_devices, can_compile, find_device, is_simulator
+
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    real = [d for d in all_devices() if not is_simulator(d) and can_compile(d)]
+    cpus = [d for d in real if _kind(d) == "CPU"]
+    if len(cpus) < 2 or any(_kind(d) == "GPU" for d in real):
+        pytest.skip("needs two CPU OpenCL devices that compile and no GPU")
+    for d in cpus:
+        tuning.set_preferred_device(d.platform.version.strip(), d.name.strip(), {})
+        assert find_device(None) == d
+
+
+def test_a_search_out_of_budget_goes_on_in_the_next_process(cache, monkeypatch):
+    monkeypatch.setattr(tuning, "BUDGET_S", 0.0)  # one new candidate per process
+    meter, rt = Meter(), fake_rt()
+    assert tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8}) == {"rows": 2}
+    assert set(meter.calls) == {2} and tuning.stored(rt)["gemm/b64"]["untried"] == 2
+    for untried in (1, 0):
+        tuning.set_mode("1")  # a new process
+        tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8})
+        assert tuning.stored(rt)["gemm/b64"]["untried"] == untried
+    assert tuning.stored(rt)["gemm/b64"]["params"] == {"rows": 4}
+    tuning.set_mode("1")
+    calls = len(meter.calls)
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8})
+    assert len(meter.calls) == calls  # complete: read from the cache
