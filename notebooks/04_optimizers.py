@@ -461,17 +461,16 @@ def try_optimizer(name="Adam-mini", lr=1e-3, beta1=0.9):
     print(f"{name}, lr {lr:.1e}: losses " + ", ".join(f"{v:.4f}" for v in history["loss"]))
 
 
-wide = {"description_width": "initial"}
+wide = {"style": {"description_width": "18em"}, "layout": {"width": "40em"}}
 widgets.interact_manual.options(manual_name="Train 3 epochs")(
     try_optimizer,
     name=widgets.Dropdown(options=list(makers), value="Adam-mini", description="optimizer",
-                          style=wide),
+                          **wide),
     lr=widgets.FloatLogSlider(value=1e-3, base=10, min=-4, max=-1, step=0.25,
                               readout_format=".1e", description="learning rate (per step)",
-                              style=wide),
+                              **wide),
     beta1=widgets.FloatSlider(value=0.9, min=0.5, max=0.99, step=0.01,
-                              description="β₁, momentum (memory ≈ 1/(1-β₁) steps)",
-                              style=wide));
+                              description="β₁, momentum (memory ≈ 1/(1-β₁) steps)", **wide));
 
 # %% [markdown]
 # ## What we measured

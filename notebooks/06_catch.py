@@ -489,8 +489,8 @@ def show(ratio=5.0):
 
 slider = widgets.interact(show, ratio=widgets.FloatSlider(
     value=5.0, min=0.5, max=20.0, step=0.5, readout_format=".1f",
-    description="flagged share of steps (%)", style={"description_width": "initial"},
-    layout={"width": "32em"}))
+    description="flagged share of steps (%)", style={"description_width": "14em"},
+    layout={"width": "36em"}))
 
 # %% [markdown]
 # ## What this port changes, and why

@@ -131,6 +131,9 @@ def lab(tmp_path_factory):
                     ignore=shutil.ignore_patterns("*.py", "__pycache__", ".ipynb_checkpoints"))
     for folder in ("kernels", "data"):
         (home / folder).symlink_to(ROOT / folder)
+    news = home / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     port = free_port()
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
@@ -164,7 +167,7 @@ NOTEBOOK_STATE = """
 const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
 if (!panel || !panel.content || !panel.content.model || !panel.sessionContext.session) return null;
 const cells = panel.content.model.toJSON().cells.filter(c => c.cell_type === 'code');
-return {kernel: panel.sessionContext.session.kernel.status,
+return {path: panel.context.path, kernel: panel.sessionContext.session.kernel.status,
         pending: cells.filter(c => c.execution_count === null).length,
         errors: cells.flatMap(c => c.outputs).filter(o => o.output_type === 'error')
                      .map(o => o.ename + ': ' + o.evalue)};
@@ -173,8 +176,10 @@ return {kernel: panel.sessionContext.session.kernel.status,
 
 def open_notebook(browser, url: str, name: str) -> dict:
     browser.get(f"{url}/lab/tree/{name}")
-    return wait_for(lambda: (lambda s: s if s and s["kernel"] == "idle" else None)(
-        browser.execute_script(NOTEBOOK_STATE)), 120, f"{name} to open with an idle kernel")
+    def opened():
+        state = browser.execute_script(NOTEBOOK_STATE)
+        return state if state and state["path"] == name and state["kernel"] == "idle" else None
+    return wait_for(opened, 120, f"{name} to open with an idle kernel")
 
 
 def test_lab_runs_notebook_00_to_the_end(browser, lab):
@@ -209,7 +214,9 @@ def test_lab_shows_the_stored_widget_panel_of_04(browser, lab):
     labels = wait_for(lambda: browser.execute_script(
         "return [...document.querySelectorAll('.jupyter-widgets .widget-label')]"
         ".map(e => e.textContent);"), 60, "04's widget panel")
-    time.sleep(0.5)
+    browser.execute_script("document.querySelector('.widget-interact')"
+                           ".scrollIntoView({block: 'center'})")
+    time.sleep(1)
     browser.save_screenshot(str(SHOTS / "lab_04_widgets.png"))
     assert "learning rate (per step)" in labels, labels
     assert browser.execute_script(NOTEBOOK_STATE)["pending"] == state["pending"]  # ran nothing

@@ -89,6 +89,7 @@ footer.site-bar { border-top: 1px solid #ddd; border-bottom: none; margin-top: 2
   body.jp-Notebook { padding-left: 1em; }
   .site-toc { position: static; width: auto; max-height: none; }
 }
+math { font-size: 1.1em; }
 math[display="block"] { margin: 0.8em 0; }
 .widget-static { border: 1px solid #bbb; border-radius: 4px; padding: 0.6em 0.8em;
   background: #fafafa; font-family: var(--jp-ui-font-family); }
