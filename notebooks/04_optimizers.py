@@ -470,7 +470,7 @@ widgets.interact_manual.options(manual_name="Train 3 epochs")(
                               readout_format=".1e", description="learning rate (per step)",
                               **wide),
     beta1=widgets.FloatSlider(value=0.9, min=0.5, max=0.99, step=0.01,
-                              description="β₁, momentum (memory ≈ 1/(1-β₁) steps)", **wide));
+                              description="β₁: memory ≈ 1/(1-β₁) steps", **wide));
 
 # %% [markdown]
 # ## What we measured
