@@ -52,6 +52,22 @@ notebook:
 exercises: setup
 	$(PY) tools/make_exercises.py --out build/exercises
 
+## make browser: headless Chromium for tests/test_browser.py; on Debian as root, install
+## Debian's chromium and chromium-driver when missing (elsewhere the browser test is skipped)
+browser:
+	@command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && echo "installing Debian's chromium and chromium-driver ..." \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	     apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+	  || echo "no chromedriver and no root to install it: tests/test_browser.py is skipped"
+unit: browser
+
+## make trust: sign the stored outputs (JupyterLab draws widget panels only in trusted notebooks)
+trust: setup
+	$(VENV)/bin/jupyter trust notebooks/[0-9][0-9]_*.ipynb
+lab: trust
+.PHONY: browser trust
+
 ## make site: the executed workbook as static HTML in build/site/ (from the stored outputs)
 site: setup
 	$(PY) tools/build_site.py --out build/site

@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    # the widget state goes into the notebook's metadata: Lab and the site draw the panels
+    # from it before anything runs
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
