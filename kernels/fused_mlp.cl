@@ -1,0 +1,236 @@
+// A whole training step of a small MLP (Dense layers) in one launch: forward, loss gradient,
+// backward and the optimizer update, for `steps` consecutive mini-batches of `batch` samples
+// (batch 1 = the source article's one-sample-at-a-time training). ONE work-group does all of
+// it, walking the layers with barriers between them; weights and optimizer state stay in
+// global memory (the optimizer's flat layout), activations and gradients of the batch live in
+// local memory. What it saves is launches: the layer-by-layer path needs a dozen kernels per
+// step, each of which wakes the device's threads; here a step costs one barrier per phase.
+// nnlib/fused.py checks that the network fits (widths vs local memory) and builds the table.
+//
+// Compile-time options (from nnlib/fused.py): RULE (0 SGD without momentum, 1 SGD with
+// momentum, 2 Adam/AdamW) and VW (the device's preferred float vector width: the number of
+// independent accumulators of a dot product, written as plain arithmetic that the compiler
+// turns into SIMD lanes; PyPI PoCL calls, rather than inlines, builtins such as vload/fma).
+// requires: activation.cl
+
+#ifndef VW
+#define VW 1
+#endif
+#ifndef RULE
+#define RULE 0
+#endif
+#define RULE_SGD 0
+#define RULE_MOMENTUM 1
+#define RULE_ADAM 2
+#define LOSS_MSE 0
+
+// The network table `net`, TABLE ints per layer l:
+//   [w, b]        offsets of the weight (n_out, n_in) and bias in the flat parameter array
+//   [n_in, n_out] widths
+//   [act]         activation code (activation.cl); softmax only on the last layer
+//   [a_in, a_out] offsets in local memory of the batch's input and output activations
+// then, after the layers: [delta, dnext, gsum] offsets of two (batch, max width) gradient
+// buffers and a (max width) gradient accumulator, all in local memory.
+#define TABLE 8
+
+typedef struct {
+    float lr, momentum, weight_decay, beta1, beta2, eps, step_size, sqrt_bc2;
+    int nesterov, decoupled;
+} Hyper;
+
+// sum_j w[j] a[j] with VW independent partial sums (one SIMD register on a CPU) and the tail
+// added one by one.
+inline float dot(global const float *w, local const float *a, int n)
+{
+    float acc[VW];
+    for (int k = 0; k < VW; ++k)
+        acc[k] = 0.0f;
+    int j = 0;
+    for (; j + VW <= n; j += VW)
+        for (int k = 0; k < VW; ++k)
+            acc[k] += w[j + k] * a[j + k];
+    float s = 0.0f;
+    for (int k = 0; k < VW; ++k)
+        s += acc[k];
+    for (; j < n; ++j)
+        s += w[j] * a[j];
+    return s;
+}
+
+// One parameter's update from its gradient g, the rules of kernels/optim.cl (torch's):
+// SGD  g' = g + wd w; v = mu v + g'; w -= lr (Nesterov: g' + mu v; else v; no momentum: g').
+// Adam w *= 1 - lr wd (AdamW) or g' = g + wd w; m, v moving averages of g', g'^2;
+//      w -= step_size m / (sqrt(v) / sqrt_bc2 + eps).
+inline void update(global float *restrict p, global float *restrict s1,
+                   global float *restrict s2, int k, float g, const Hyper *h)
+{
+    float w = p[k];
+#if RULE == RULE_ADAM
+    if (h->decoupled)
+        w *= 1.0f - h->lr * h->weight_decay;
+    else
+        g += h->weight_decay * w;
+    float m = h->beta1 * s1[k] + (1.0f - h->beta1) * g;
+    float v = h->beta2 * s2[k] + (1.0f - h->beta2) * g * g;
+    s1[k] = m;
+    s2[k] = v;
+    p[k] = w - h->step_size * m / (sqrt(v) / h->sqrt_bc2 + h->eps);
+#elif RULE == RULE_MOMENTUM
+    g += h->weight_decay * w;
+    float v = h->momentum * s1[k] + g;
+    s1[k] = v;
+    p[k] = w - h->lr * (h->nesterov ? g + h->momentum * v : v);
+#else
+    p[k] = w - h->lr * (g + h->weight_decay * w);
+#endif
+}
+
+// The output layer's dL/dz of sample b into delta (n values), and its loss into *loss_out:
+// softmax + cross-entropy: dz = (p - t) inv_count, loss = -sum t log p;
+// MSE through an elementwise activation: dz = 2 (y - t) inv_count act'(y), loss = sum (y-t)^2.
+inline void output_delta(local float *y, global const float *t, local float *delta, int n,
+                         int act, int loss, float inv_count, global float *loss_out)
+{
+    if (act == ACT_SOFTMAX) {
+        float m = y[0];
+        for (int c = 1; c < n; ++c)
+            m = fmax(m, y[c]);
+        float s = 0.0f;
+        for (int c = 0; c < n; ++c) {
+            y[c] = exp(y[c] - m);
+            s += y[c];
+        }
+        for (int c = 0; c < n; ++c)
+            y[c] /= s;
+    }
+    float l = 0.0f;
+    for (int c = 0; c < n; ++c) {
+        float d = y[c] - t[c];
+        if (loss == LOSS_MSE) {
+            l += d * d;
+            delta[c] = 2.0f * d * inv_count * activate_grad(y[c], act);
+        } else {
+            if (t[c] != 0.0f)
+                l -= t[c] * log(fmax(y[c], 1e-12f));
+            delta[c] = d * inv_count;
+        }
+    }
+    *loss_out = l;
+}
+
+// The work-group (any size; its work-items share every loop below):
+//   input      work-item i copies elements i, i + size, ... of the batch's rows of x;
+//   forward    work-item i computes outputs i, i + size, ... of a layer for every sample
+//              (one dot product of a weight row with the sample's activations each);
+//   loss       work-item i takes samples i, i + size, ...: softmax, loss, output delta;
+//   backward   work-item i owns one contiguous chunk of a layer's input columns: for every
+//              output row r it adds W[r, chunk] dz[r] to the input gradient of its columns,
+//              forms the weight gradient dz[r] a[chunk] (summed over the batch) and updates
+//              W[r, chunk] and its optimizer state in place (the old W was used just before);
+//              the bias rows are split like the forward outputs. No two work-items write the
+//              same value, so a layer needs no reduction, only a barrier before the next.
+// A step whose output delta is not finite is skipped (no update; skip[0] counts it). Hidden
+// deltas are finite then too while the weights are (|act'| <= 1 for tanh and sigmoid).
+kernel void fused_mlp_train(global float *restrict params, global float *restrict state1,
+                            global float *restrict state2, global const int *net, int layers,
+                            global const float *x, global const float *t,
+                            global const int *order, int batch, int steps, int loss,
+                            float inv_count, float lr, float momentum, int nesterov,
+                            float weight_decay, float beta1, float beta2, float eps,
+                            int decoupled, global const float *corrections,
+                            global float *losses, int loss_offset, global int *skip,
+                            local float *mem)
+{
+    const int lid = get_local_id(0), size = get_local_size(0);
+    global const int *top = net + (layers - 1) * TABLE;
+    const int n0 = net[2], n_last = top[3], act_last = top[4];
+    local float *const out = mem + top[6];
+    local float *delta = mem + net[layers * TABLE];
+    local float *dnext = mem + net[layers * TABLE + 1];
+    local float *const gsum = mem + net[layers * TABLE + 2];
+    Hyper h = {lr, momentum, weight_decay, beta1, beta2, eps, 0.0f, 1.0f, nesterov, decoupled};
+
+    for (int s = 0; s < steps; ++s) {
+        global const int *rows = order + s * batch;
+        h.step_size = corrections[2 * s];
+        h.sqrt_bc2 = corrections[2 * s + 1];
+        for (int b = 0; b < batch; ++b)
+            for (int j = lid; j < n0; j += size)
+                mem[net[5] + b * n0 + j] = x[(size_t)rows[b] * n0 + j];
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        for (int l = 0; l < layers; ++l) {  // forward
+            global const int *L = net + l * TABLE;
+            const int n_in = L[2], n_out = L[3], act = L[4];
+            local const float *a = mem + L[5];
+            local float *y = mem + L[6];
+            for (int r = lid; r < n_out; r += size) {
+                global const float *w = params + L[0] + (size_t)r * n_in;
+                float bias = params[L[1] + r];
+                for (int b = 0; b < batch; ++b)
+                    y[b * n_out + r] = activate(dot(w, a + b * n_in, n_in) + bias, act);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+
+        for (int b = lid; b < batch; b += size)
+            output_delta(out + b * n_last, t + (size_t)rows[b] * n_last, delta + b * n_last,
+                         n_last, act_last, loss, inv_count, losses + loss_offset + s * batch + b);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int finite = 1;
+        for (int c = 0; c < batch * n_last; ++c)
+            finite &= isfinite(delta[c]);
+        if (!finite) {  // every work-item takes this branch or none
+            if (lid == 0)
+                skip[0] += 1;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            continue;
+        }
+
+        for (int l = layers - 1; l >= 0; --l) {  // backward + update
+            global const int *L = net + l * TABLE;
+            const int n_in = L[2], n_out = L[3];
+            local const float *a = mem + L[5];
+            const int below = l > 0 ? net[(l - 1) * TABLE + 4] : ACT_NONE;
+            const int chunk = (n_in + size - 1) / size;
+            const int j0 = min(lid * chunk, n_in), j1 = min(j0 + chunk, n_in);
+            if (l > 0)
+                for (int b = 0; b < batch; ++b)
+                    for (int j = j0; j < j1; ++j)
+                        dnext[b * n_in + j] = 0.0f;
+            for (int r = 0; r < n_out; ++r) {
+                global float *w = params + L[0] + (size_t)r * n_in;
+                const int k0 = L[0] + r * n_in;
+                for (int j = j0; j < j1; ++j)
+                    gsum[j] = 0.0f;
+                for (int b = 0; b < batch; ++b) {
+                    const float d = delta[b * n_out + r];
+                    local const float *ab = a + b * n_in;
+                    for (int j = j0; j < j1; ++j)
+                        gsum[j] += d * ab[j];
+                    if (l > 0) {
+                        local float *db = dnext + b * n_in;
+                        for (int j = j0; j < j1; ++j)
+                            db[j] += w[j] * d;
+                    }
+                }
+                for (int j = j0; j < j1; ++j)
+                    update(params, state1, state2, k0 + j, gsum[j], &h);
+            }
+            for (int r = lid; r < n_out; r += size) {
+                float g = 0.0f;
+                for (int b = 0; b < batch; ++b)
+                    g += delta[b * n_out + r];
+                update(params, state1, state2, L[1] + r, g, &h);
+            }
+            if (l > 0)
+                for (int b = 0; b < batch; ++b)
+                    for (int j = j0; j < j1; ++j)
+                        dnext[b * n_in + j] *= activate_grad(a[b * n_in + j], below);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            local float *swap = delta;
+            delta = dnext;
+            dnext = swap;
+        }
+    }
+}
