@@ -29,8 +29,8 @@
 //   [n_in, n_out] widths
 //   [act]         activation code (activation.cl); softmax only on the last layer
 //   [a_in, a_out] offsets in local memory of the batch's input and output activations
-// then, after the layers: [delta, dnext, gsum] offsets of two (batch, max width) gradient
-// buffers and a (max width) gradient accumulator, all in local memory.
+// then, after the layers: [delta, dnext] offsets of two (batch, max width) gradient buffers in
+// local memory (dL/dz of a layer's outputs and of its inputs).
 #define TABLE 8
 
 typedef struct {
@@ -38,52 +38,140 @@ typedef struct {
     int nesterov, decoupled;
 } Hyper;
 
-// sum_j w[j] a[j] with VW independent partial sums (one SIMD register on a CPU) and the tail
-// added one by one.
-inline float dot(global const float *w, local const float *a, int n)
+#define RB 4  // weight rows in one register block
+
+// floatv: VW floats, one SIMD register on a CPU (VW 4, 8 or 16 from the device).
+#if VW >= 16
+typedef float16 floatv;
+#define vloadv vload16
+#define vstorev vstore16
+#define VL 16
+inline float sum_lanes(floatv v)
 {
-    float acc[VW];
-    for (int k = 0; k < VW; ++k)
-        acc[k] = 0.0f;
+    float8 h = v.lo + v.hi;
+    float4 q = h.lo + h.hi;
+    return q.x + q.y + q.z + q.w;
+}
+#elif VW == 8
+typedef float8 floatv;
+#define vloadv vload8
+#define vstorev vstore8
+#define VL 8
+inline float sum_lanes(floatv v)
+{
+    float4 q = v.lo + v.hi;
+    return q.x + q.y + q.z + q.w;
+}
+#else
+typedef float4 floatv;
+#define vloadv vload4
+#define vstorev vstore4
+#define VL 4
+inline float sum_lanes(floatv v)
+{
+    return v.x + v.y + v.z + v.w;
+}
+#endif
+#define load1(o, p) ((p)[o])
+#define store1(x, o, p) ((p)[o] = (x))
+
+// out[i] = sum_j w[i n + j] a[j] for the `rows` (RB or fewer) weight rows from w: one vector
+// of partial sums per row, each load of a shared by the rows, the tail added one by one.
+inline void dot_rows(global const float *w, int n, local const float *a, int rows, float *out)
+{
+    floatv acc[RB];
+    for (int i = 0; i < RB; ++i)
+        acc[i] = (floatv)(0.0f);
     int j = 0;
-    for (; j + VW <= n; j += VW)
-        for (int k = 0; k < VW; ++k)
-            acc[k] += w[j + k] * a[j + k];
-    float s = 0.0f;
-    for (int k = 0; k < VW; ++k)
-        s += acc[k];
-    for (; j < n; ++j)
-        s += w[j] * a[j];
-    return s;
+    for (; j + VL <= n; j += VL) {
+        floatv av = vloadv(0, a + j);
+        for (int i = 0; i < rows; ++i)
+            acc[i] += vloadv(0, w + i * n + j) * av;
+    }
+    for (int i = 0; i < rows; ++i) {
+        float s = sum_lanes(acc[i]);
+        for (int jj = j; jj < n; ++jj)
+            s += w[i * n + jj] * a[jj];
+        out[i] = s;
+    }
 }
 
-// One parameter's update from its gradient g, the rules of kernels/optim.cl (torch's):
+// UPDATE(name, T, load, store): the update of the parameters at p[k ...] (one float or one
+// vector T) from their gradient g, the rules of kernels/optim.cl (torch's):
 // SGD  g' = g + wd w; v = mu v + g'; w -= lr (Nesterov: g' + mu v; else v; no momentum: g').
 // Adam w *= 1 - lr wd (AdamW) or g' = g + wd w; m, v moving averages of g', g'^2;
 //      w -= step_size m / (sqrt(v) / sqrt_bc2 + eps).
-inline void update(global float *restrict p, global float *restrict s1,
-                   global float *restrict s2, int k, float g, const Hyper *h)
-{
-    float w = p[k];
 #if RULE == RULE_ADAM
-    if (h->decoupled)
-        w *= 1.0f - h->lr * h->weight_decay;
-    else
-        g += h->weight_decay * w;
-    float m = h->beta1 * s1[k] + (1.0f - h->beta1) * g;
-    float v = h->beta2 * s2[k] + (1.0f - h->beta2) * g * g;
-    s1[k] = m;
-    s2[k] = v;
-    p[k] = w - h->step_size * m / (sqrt(v) / h->sqrt_bc2 + h->eps);
-#elif RULE == RULE_MOMENTUM
-    g += h->weight_decay * w;
-    float v = h->momentum * s1[k] + g;
-    s1[k] = v;
-    p[k] = w - h->lr * (h->nesterov ? g + h->momentum * v : v);
-#else
-    p[k] = w - h->lr * (g + h->weight_decay * w);
-#endif
+#define UPDATE(name, T, load, store)                                                     \
+inline void name(global float *restrict p, global float *restrict s1,                    \
+                 global float *restrict s2, int k, T g, const Hyper *h)                  \
+{                                                                                        \
+    T w = load(0, p + k);                                                                \
+    if (h->decoupled)                                                                    \
+        w *= 1.0f - h->lr * h->weight_decay;                                             \
+    else                                                                                 \
+        g += h->weight_decay * w;                                                        \
+    T m = h->beta1 * load(0, s1 + k) + (1.0f - h->beta1) * g;                            \
+    T v = h->beta2 * load(0, s2 + k) + (1.0f - h->beta2) * g * g;                        \
+    store(m, 0, s1 + k);                                                                 \
+    store(v, 0, s2 + k);                                                                 \
+    store(w - h->step_size * m / (sqrt(v) / h->sqrt_bc2 + h->eps), 0, p + k);            \
 }
+#elif RULE == RULE_MOMENTUM
+#define UPDATE(name, T, load, store)                                                     \
+inline void name(global float *restrict p, global float *restrict s1,                    \
+                 global float *restrict s2, int k, T g, const Hyper *h)                  \
+{                                                                                        \
+    T w = load(0, p + k);                                                                \
+    g += h->weight_decay * w;                                                            \
+    T v = h->momentum * load(0, s1 + k) + g;                                             \
+    store(v, 0, s1 + k);                                                                 \
+    store(w - h->lr * (h->nesterov ? g + h->momentum * v : v), 0, p + k);                \
+}
+#else
+#define UPDATE(name, T, load, store)                                                     \
+inline void name(global float *restrict p, global float *restrict s1,                    \
+                 global float *restrict s2, int k, T g, const Hyper *h)                  \
+{                                                                                        \
+    T w = load(0, p + k);                                                                \
+    store(w - h->lr * (g + h->weight_decay * w), 0, p + k);                              \
+}
+#endif
+UPDATE(update1, float, load1, store1)
+UPDATE(updatev, floatv, vloadv, vstorev)
+
+// SWEEP(name, T, load, store, update): the backward step of one register block, weight rows
+// r0 .. r0 + rows - 1 (rows <= RB) times the columns j ... of one T (a float or a vector) of
+// a layer with n_in inputs and n_out outputs:
+//   g[i]           = sum_b delta[b, r0 + i] a[b, j...]        (the weight gradient),
+//   dnext[b, j...] += sum_i delta[b, r0 + i] W[r0 + i, j...]    (when dnext is not 0),
+// then the update of those weights. W is read once into registers before it changes.
+#define SWEEP(name, T, load, store, update)                                              \
+inline void name(global float *restrict params, global float *restrict s1,               \
+                 global float *restrict s2, int w_off, int n_in, int n_out,              \
+                 local const float *a, local const float *delta, local float *dnext,     \
+                 int batch, int r0, int rows, int j, const Hyper *h)                     \
+{                                                                                        \
+    T g[RB], w[RB];                                                                      \
+    for (int i = 0; i < rows; ++i) {                                                     \
+        g[i] = (T)(0.0f);                                                                \
+        w[i] = load(0, params + w_off + (r0 + i) * n_in + j);                            \
+    }                                                                                    \
+    for (int b = 0; b < batch; ++b) {                                                    \
+        T ab = load(0, a + b * n_in + j), sum = (T)(0.0f);                               \
+        for (int i = 0; i < rows; ++i) {                                                 \
+            float d = delta[b * n_out + r0 + i];                                         \
+            g[i] += d * ab;                                                              \
+            sum += d * w[i];                                                             \
+        }                                                                                \
+        if (dnext)                                                                       \
+            store(load(0, dnext + b * n_in + j) + sum, 0, dnext + b * n_in + j);         \
+    }                                                                                    \
+    for (int i = 0; i < rows; ++i)                                                       \
+        update(params, s1, s2, w_off + (r0 + i) * n_in + j, g[i], h);                    \
+}
+SWEEP(sweep1, float, load1, store1, update1)
+SWEEP(sweepv, floatv, vloadv, vstorev, updatev)
 
 // The output layer's dL/dz of sample b into delta (n values), and its loss into *loss_out:
 // softmax + cross-entropy: dz = (p - t) inv_count, loss = -sum t log p;
@@ -147,7 +235,6 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
     local float *const out = mem + top[6];
     local float *delta = mem + net[layers * TABLE];
     local float *dnext = mem + net[layers * TABLE + 1];
-    local float *const gsum = mem + net[layers * TABLE + 2];
     Hyper h = {lr, momentum, weight_decay, beta1, beta2, eps, 0.0f, 1.0f, nesterov, decoupled};
 
     for (int s = 0; s < steps; ++s) {
@@ -164,11 +251,18 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             const int n_in = L[2], n_out = L[3], act = L[4];
             local const float *a = mem + L[5];
             local float *y = mem + L[6];
-            for (int r = lid; r < n_out; r += size) {
-                global const float *w = params + L[0] + (size_t)r * n_in;
-                float bias = params[L[1] + r];
-                for (int b = 0; b < batch; ++b)
-                    y[b * n_out + r] = activate(dot(w, a + b * n_in, n_in) + bias, act);
+            for (int r0 = RB * lid; r0 < n_out; r0 += RB * size) {
+                const int rows = min(RB, n_out - r0);
+                global const float *w = params + L[0] + (size_t)r0 * n_in;
+                for (int b = 0; b < batch; ++b) {
+                    float z[RB];
+                    if (rows == RB)
+                        dot_rows(w, n_in, a + b * n_in, RB, z);
+                    else
+                        dot_rows(w, n_in, a + b * n_in, rows, z);
+                    for (int i = 0; i < rows; ++i)
+                        y[b * n_out + r0 + i] = activate(z[i] + params[L[1] + r0 + i], act);
+                }
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
@@ -192,36 +286,33 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             const int n_in = L[2], n_out = L[3];
             local const float *a = mem + L[5];
             const int below = l > 0 ? net[(l - 1) * TABLE + 4] : ACT_NONE;
-            const int chunk = (n_in + size - 1) / size;
+            // this work-item's columns: a multiple of VL wide, except at the end
+            const int chunk = (n_in + VL * size - 1) / (VL * size) * VL;
             const int j0 = min(lid * chunk, n_in), j1 = min(j0 + chunk, n_in);
+            local float *dn = l > 0 ? dnext : 0;
             if (l > 0)
                 for (int b = 0; b < batch; ++b)
                     for (int j = j0; j < j1; ++j)
                         dnext[b * n_in + j] = 0.0f;
-            for (int r = 0; r < n_out; ++r) {
-                global float *w = params + L[0] + (size_t)r * n_in;
-                const int k0 = L[0] + r * n_in;
-                for (int j = j0; j < j1; ++j)
-                    gsum[j] = 0.0f;
-                for (int b = 0; b < batch; ++b) {
-                    const float d = delta[b * n_out + r];
-                    local const float *ab = a + b * n_in;
-                    for (int j = j0; j < j1; ++j)
-                        gsum[j] += d * ab[j];
-                    if (l > 0) {
-                        local float *db = dnext + b * n_in;
-                        for (int j = j0; j < j1; ++j)
-                            db[j] += w[j] * d;
-                    }
-                }
-                for (int j = j0; j < j1; ++j)
-                    update(params, state1, state2, k0 + j, gsum[j], &h);
+            for (int r0 = 0; r0 < n_out; r0 += RB) {
+                const int rows = min(RB, n_out - r0);
+                int j = j0;
+                for (; j + VL <= j1; j += VL)
+                    if (rows == RB)
+                        sweepv(params, state1, state2, L[0], n_in, n_out, a, delta, dn, batch,
+                               r0, RB, j, &h);
+                    else
+                        sweepv(params, state1, state2, L[0], n_in, n_out, a, delta, dn, batch,
+                               r0, rows, j, &h);
+                for (; j < j1; ++j)
+                    sweep1(params, state1, state2, L[0], n_in, n_out, a, delta, dn, batch, r0,
+                           rows, j, &h);
             }
             for (int r = lid; r < n_out; r += size) {
                 float g = 0.0f;
                 for (int b = 0; b < batch; ++b)
                     g += delta[b * n_out + r];
-                update(params, state1, state2, L[1] + r, g, &h);
+                update1(params, state1, state2, L[1] + r, g, &h);
             }
             if (l > 0)
                 for (int b = 0; b < batch; ++b)

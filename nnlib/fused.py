@@ -115,8 +115,8 @@ class FusedMLP:
         for i, layer in enumerate(self.net.layers):
             table += [offsets[2 * i], offsets[2 * i + 1], layer.n_in, layer.n_out,
                       ACTIVATIONS[layer.activation], acts[i], acts[i + 1], 0]
-        table += [a, a + batch * wide, a + 2 * batch * wide]
-        return np.array(table, np.int32), a + 2 * batch * wide + wide
+        table += [a, a + batch * wide]
+        return np.array(table, np.int32), a + 2 * batch * wide
 
     def local_bytes(self, batch: int = 1) -> int:
         """Local memory one launch needs for ``batch`` samples per step."""
