@@ -158,42 +158,45 @@ kernel void fft_stage(global const float2 *src, global float2 *dst, global const
     }
 }
 
-// One work-group per row, the whole transform in local memory (two buffers of n values):
-// the work-items copy the row in (element i, i + size, ...), then for each stage take
-// butterflies j = lid, lid + size, ... with a barrier between stages, and copy out scaled.
-// The radices (stages of them, from the host) multiply to n. One launch, one pass over
-// global memory.
+// One work-group per `per_group` consecutive rows (so that a CPU, which runs a work-group as
+// one task, does not pay its scheduling cost per short row), the whole transform of each in
+// local memory (two buffers of n values): the work-items copy a row in (element i,
+// i + size, ...), then for each stage take butterflies j = lid, lid + size, ... with a barrier
+// between stages, and copy it out scaled. The radices (stages of them, from the host)
+// multiply to n. One launch, one pass over global memory.
 kernel void fft_local(global const float2 *src, global float2 *dst, global const float2 *tw,
-                      global const int *radices, int stages, int rows, int n, int inverse,
-                      float out_scale, local float2 *buf)
+                      global const int *radices, int stages, int rows, int n, int per_group,
+                      int inverse, float out_scale, local float2 *buf)
 {
-    int lid = get_local_id(0), size = get_local_size(0), row = get_group_id(1);
-    if (row >= rows)
-        return;  // the whole work-group leaves together
-    local float2 *x = buf, *y = buf + n;
-    src += (size_t)row * n;
-    dst += (size_t)row * n;
-    for (int i = lid; i < n; i += size)
-        x[i] = src[i];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    int lid = get_local_id(0), size = get_local_size(0);
+    int first = get_group_id(1) * per_group, last = min(first + per_group, rows);
     const float sgn = inverse ? -1.0f : 1.0f, scale = 1.0f;
-    int p = 1;
-    for (int st = 0; st < stages; ++st) {
-        int r = radices[st];
-        switch (r) {
-        case 2: STAGE(2, x, y, lid, size) break;
-        case 3: STAGE(3, x, y, lid, size) break;
-        case 4: STAGE(4, x, y, lid, size) break;
-        default: STAGE(5, x, y, lid, size) break;
-        }
+    for (int row = first; row < last; ++row) {  // the same count for every work-item
+        local float2 *x = buf, *y = buf + n;
+        global const float2 *in = src + (size_t)row * n;
+        for (int i = lid; i < n; i += size)
+            x[i] = in[i];
         barrier(CLK_LOCAL_MEM_FENCE);
-        local float2 *t = x;
-        x = y;
-        y = t;
-        p *= r;
+        int p = 1;
+        for (int st = 0; st < stages; ++st) {
+            int r = radices[st];
+            switch (r) {
+            case 2: STAGE(2, x, y, lid, size) break;
+            case 3: STAGE(3, x, y, lid, size) break;
+            case 4: STAGE(4, x, y, lid, size) break;
+            default: STAGE(5, x, y, lid, size) break;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            local float2 *t = x;
+            x = y;
+            y = t;
+            p *= r;
+        }
+        global float2 *out = dst + (size_t)row * n;
+        for (int i = lid; i < n; i += size)
+            out[i] = x[i] * out_scale;
+        barrier(CLK_LOCAL_MEM_FENCE);  // the next row overwrites the buffers
     }
-    for (int i = lid; i < n; i += size)
-        dst[i] = x[i] * out_scale;
 }
 
 // One work-item per output (k, row): X_k = scale * sum_j x_j tw[jk mod n], with

@@ -80,6 +80,15 @@ def _local_size(rt, kernel, n: int) -> int:
     return max(1, min(rt.work_group_size(kernel), n // 2))
 
 
+def _rows_per_group(rt, rows: int) -> int:
+    """Rows per work-group of fft_local: one on a GPU; on a CPU enough for about 16 groups
+    per compute unit (PoCL schedules each work-group as a task, a few µs each: with one
+    short row per group that cost exceeded the transform itself)."""
+    if rt.device.type & cl.device_type.GPU:
+        return 1
+    return max(1, -(-rows // (16 * rt.device.max_compute_units)))
+
+
 def _local_mem_size(rt) -> int:
     return int(getattr(rt, "local_mem_size", None) or rt.device.local_mem_size)
 
@@ -96,6 +105,9 @@ class _Plan:
             self.tw_inverse = cla.to_device(rt.queue, _twiddles(n).conj())
             self.kind = ("local" if 2 * 8 * n <= _local_mem_size(rt)
                          else "pow2" if _is_pow2(n) else "mixed")
+        # the algorithm, the same on every device ("kind" also says where the stages run)
+        self.algorithm = ("stockham" if is_smooth(n) else "direct" if n <= DIRECT_MAX
+                          else "bluestein")
         if is_smooth(n) and self.kind == "local":
             self.local = k("fft_local")
             self.local_size = _local_size(rt, self.local, n)
@@ -133,9 +145,11 @@ class _Plan:
                       np.int32(inverse), np.float32(scale))
         elif self.kind == "local":
             tw = self.tw_inverse if inverse else self.tw
-            rt.launch(self.local, (self.local_size, rows), (self.local_size, 1), x.data,
+            per_group = _rows_per_group(rt, rows)
+            groups = -(-rows // per_group)
+            rt.launch(self.local, (self.local_size, groups), (self.local_size, 1), x.data,
                       out.data, tw.data, self.table.data, np.int32(len(self.radices)),
-                      *args, np.int32(inverse), np.float32(scale),
+                      *args, np.int32(per_group), np.int32(inverse), np.float32(scale),
                       cl.LocalMemory(2 * 8 * n))
         elif self.kind in ("pow2", "mixed"):
             count = len(self.stages)
