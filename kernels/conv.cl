@@ -122,8 +122,9 @@ kernel void cconv1d_forward(global const float2 *x, global const float2 *w,
 typedef float16 cvec;
 #define cvload vload16
 #define cvstore vstore16
-#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p), b_ = vload16(1, p); \
-                                  re = (float16)(a_.even, b_.even); im = (float16)(a_.odd, b_.odd); }
+#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p), b_ = vload16(1, p);          \
+                                  re = (float16)(a_.even, b_.even);                       \
+                                  im = (float16)(a_.odd, b_.odd); }
 #elif CV == 8
 typedef float8 cvec;
 #define cvload vload8

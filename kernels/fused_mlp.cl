@@ -217,6 +217,8 @@ inline void output_delta(local float *y, global const float *t, local float *del
 //              W[r, chunk] and its optimizer state in place (the old W was used just before);
 //              the bias rows are split like the forward outputs. No two work-items write the
 //              same value, so a layer needs no reduction, only a barrier before the next.
+// Barriers fence global memory too: the weights one work-item updates are read by the others
+// in the next step's forward pass.
 // A step whose output delta is not finite is skipped (no update; skip[0] counts it). Hidden
 // deltas are finite then too while the weights are (|act'| <= 1 for tanh and sigmoid).
 kernel void fused_mlp_train(global float *restrict params, global float *restrict state1,
@@ -244,7 +246,7 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
         for (int b = 0; b < batch; ++b)
             for (int j = lid; j < n0; j += size)
                 mem[net[5] + b * n0 + j] = x[(size_t)rows[b] * n0 + j];
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
         for (int l = 0; l < layers; ++l) {  // forward
             global const int *L = net + l * TABLE;
@@ -264,20 +266,20 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                         y[b * n_out + r0 + i] = activate(z[i] + params[L[1] + r0 + i], act);
                 }
             }
-            barrier(CLK_LOCAL_MEM_FENCE);
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         }
 
         for (int b = lid; b < batch; b += size)
             output_delta(out + b * n_last, t + (size_t)rows[b] * n_last, delta + b * n_last,
                          n_last, act_last, loss, inv_count, losses + loss_offset + s * batch + b);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         int finite = 1;
         for (int c = 0; c < batch * n_last; ++c)
             finite &= isfinite(delta[c]);
         if (!finite) {  // every work-item takes this branch or none
             if (lid == 0)
                 skip[0] += 1;
-            barrier(CLK_LOCAL_MEM_FENCE);
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             continue;
         }
 
@@ -318,7 +320,7 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 for (int b = 0; b < batch; ++b)
                     for (int j = j0; j < j1; ++j)
                         dnext[b * n_in + j] *= activate_grad(a[b * n_in + j], below);
-            barrier(CLK_LOCAL_MEM_FENCE);
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             local float *swap = delta;
             delta = dnext;
             dnext = swap;

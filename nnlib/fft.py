@@ -7,10 +7,11 @@
 Any length n. Lengths 2^a 3^b 5^c run Stockham stages of radix 2, 4, 3 and 5: all of them in
 one launch, a work-group per row in local memory ("local"), when two rows fit there; one
 launch per stage in global memory otherwise ("pow2": radix-4/2 stages, "mixed"). Other lengths
-use a direct DFT up to ``DIRECT_MAX`` and Bluestein above. ``norm`` has numpy's meaning ("backward": no scaling on
-the forward transform, 1/n on the inverse; "ortho": 1/sqrt(n) on both; "forward": 1/n on
-the forward). Inputs: a numpy array (real or complex, converted to complex64) or a
-complex64 device array; outputs are new complex64 device arrays of the same shape.
+use a direct DFT up to ``DIRECT_MAX`` and Bluestein above. ``norm`` has numpy's meaning
+("backward": no scaling on the forward transform, 1/n on the inverse; "ortho": 1/sqrt(n) on
+both; "forward": 1/n on the forward). Inputs: a numpy array (real or complex, converted to
+complex64) or a complex64 device array; outputs are new complex64 device arrays of the same
+shape.
 
 Gradients follow the conjugate convention G = dL/dRe + i dL/dIm (see kernels/complex.cl).
 The adjoint of the DFT matrix F is conj(F) = n * inverse DFT, so the backward pass of

@@ -180,7 +180,8 @@ class FusedMLP:
             f32(opt.lr), f32(getattr(opt, "momentum", 0.0)), i32(getattr(opt, "nesterov", 0)),
             f32(opt.weight_decay), f32(opt.beta1 if adam else 0.0),
             f32(opt.beta2 if adam else 0.0), f32(opt.eps if adam else 0.0),
-            i32(getattr(opt, "decoupled", False)), corr.data, losses.data, i32(offset), opt._skip.data, local)
+            i32(getattr(opt, "decoupled", False)), corr.data, losses.data, i32(offset),
+            opt._skip.data, local)
 
     def fit(self, x, y, epochs: int = 10, batch_size: int = 1, seed: int = 0) -> dict:
         """Like ``Sequential.fit`` (the same shuffling from ``seed``, the same steps): returns
