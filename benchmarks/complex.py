@@ -37,22 +37,45 @@ def numpy_conv(x, w, b, step):
     return np.matmul(win, np.swapaxes(w, 1, 2)) + b[None, :, None, :]
 
 
+def numpy_conv_backward(x, w, gz):
+    """G_x and G_w of numpy_conv (step 1, per-variable filters, tokens layout) with BLAS:
+    G_w[v, f, k] = sum conj(x[b, v, t + k]) G_z[b, v, t, f] (one product per variable of the
+    windows and G_z), G_x[.., t + k] += G_z[.., t, :] conj(w[v, :, k]) (one per k)."""
+    window = w.shape[-1]
+    win = sliding_window_view(x, window, axis=-1)  # (B, V, T, W)
+    batch, variables, steps, _ = win.shape
+    cols = np.conj(win).transpose(1, 3, 0, 2).reshape(variables, window, batch * steps)
+    gw = np.matmul(cols, gz.transpose(1, 0, 2, 3).reshape(variables, batch * steps, -1))
+    gx = np.zeros_like(x)
+    wc = np.conj(w)  # (V, F, W)
+    for k in range(window):
+        gx[..., k:k + steps] += np.matmul(gz, wc[None, :, :, k, None])[..., 0]
+    return gx, np.swapaxes(gw, 1, 2)
+
+
 def bench_conv(rt, rng, repeat, batch, variables, length, window, filters):
     x = (rng.standard_normal((batch, variables, length))
          + 1j * rng.standard_normal((batch, variables, length))).astype(np.complex64)
     layer = nnlib.ComplexConv1d(window, 1, filters, variables, layout="tokens", runtime=rt)
     xd = rt.to_device(x, dtype=np.complex64)
     y = layer.forward(xd)
-    gy = rt.to_device(np.ones(y.shape, np.complex64), dtype=np.complex64)
     w, b = layer.complex_weight().astype(np.complex64), layer.complex_bias().astype(np.complex64)
     np.testing.assert_allclose(y.get(), numpy_conv(x, w, b, 1), rtol=1e-3, atol=1e-3)
+    gz = (rng.standard_normal(y.shape) + 1j * rng.standard_normal(y.shape)).astype(np.complex64)
+    gy = rt.to_device(gz, dtype=np.complex64)
+    gx_ref, gw_ref = numpy_conv_backward(x, w, gz)
+    np.testing.assert_allclose(layer.backward(gy).get(), gx_ref, rtol=1e-3, atol=1e-2)
+    gw = layer.weight.grad.get()  # the first backward: the gradient of this G_z alone
+    np.testing.assert_allclose(gw[..., 0] + 1j * gw[..., 1], gw_ref, rtol=1e-3,
+                               atol=1e-3 * np.abs(gw_ref).max())
     flops = 8.0 * batch * variables * filters * y.shape[2] * window
     size = f"B{batch} V{variables} L{length} W{window} F{filters}"
     fwd = median_s(on_device(rt, lambda: layer.forward(xd)), repeat)
     bwd = median_s(on_device(rt, lambda: layer.backward(gy)), repeat)
     ref = median_s(lambda: numpy_conv(x, w, b, 1), repeat)
+    ref_bwd = median_s(lambda: numpy_conv_backward(x, w, gz), repeat)
     return [("complex conv forward", size, flops, fwd, ref),
-            ("complex conv backward (input + weight)", size, 2 * flops, bwd, None)]
+            ("complex conv backward (input + weight)", size, 2 * flops, bwd, ref_bwd)]
 
 
 def bench_fft(rt, rng, repeat, rows, n):

@@ -105,6 +105,98 @@ kernel void cconv1d_forward(global const float2 *x, global const float2 *w,
     z[OUT(bv, f, t)] = sum;
 }
 
+// The register-blocked forward for step 1 (the dense layer's lessons on float2): one
+// work-item per (block of CV consecutive positions t, block of CF filters, row bv). Real
+// and imaginary parts are kept apart, as CF pairs of CV-wide vectors of accumulators: each
+// window step k loads the CV inputs x[t + k .. t + k + CV) once (one vload of 2 CV floats split
+// into .even = Re and .odd = Im) and multiplies them by the CF weights w[f, k], 4 CF vector
+// multiply-adds per load. Positions past out_len are computed from clamped loads and never
+// stored. CV (4, 8 or 16) and CF come from nnlib/layers/conv.py.
+#ifndef CV
+#define CV 8
+#endif
+#ifndef CF
+#define CF 4
+#endif
+#if CV == 16
+typedef float16 cvec;
+#define cvload vload16
+#define cvstore vstore16
+#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p), b_ = vload16(1, p);          \
+                                  re = (float16)(a_.even, b_.even);                       \
+                                  im = (float16)(a_.odd, b_.odd); }
+#elif CV == 8
+typedef float8 cvec;
+#define cvload vload8
+#define cvstore vstore8
+#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p); re = a_.even; im = a_.odd; }
+#else
+typedef float4 cvec;
+#define cvload vload4
+#define cvstore vstore4
+#define CV_EVEN_ODD(p, re, im) { float8 a_ = vload8(0, p); re = a_.even; im = a_.odd; }
+#endif
+
+kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 *w,
+                                    global const float2 *bias, global float2 *z, int rows,
+                                    int variables, int length, int window, int filters,
+                                    int out_len, int groups, int sf, int st)
+{
+    int t0 = get_global_id(0) * CV, f0 = get_global_id(1) * CF, bv = get_global_id(2);
+    if (t0 >= out_len || f0 >= filters || bv >= rows)
+        return;
+    int g = GROUP(bv % variables);
+    global const float2 *wg = w + (size_t)g * filters * window;
+    // the last block starts early enough to stay inside the row (positions before t0 are
+    // computed again but not stored); a row with out_len < CV uses clamped loads instead
+    int start = min(t0, max(length - window - CV + 1, 0));
+    global const float *xr = (global const float *)(x + (size_t)bv * length + start);
+    cvec re[CF], im[CF];
+    int fs[CF];
+    for (int j = 0; j < CF; ++j) {
+        fs[j] = min(f0 + j, filters - 1);
+        re[j] = (cvec)(0.0f);
+        im[j] = (cvec)(0.0f);
+    }
+    if (start + CV + window - 1 <= length) {
+        for (int k = 0; k < window; ++k) {
+            cvec xre, xim;
+            CV_EVEN_ODD(xr + 2 * k, xre, xim);
+            for (int j = 0; j < CF; ++j) {
+                float2 wk = wg[fs[j] * window + k];
+                re[j] += wk.x * xre - wk.y * xim;
+                im[j] += wk.x * xim + wk.y * xre;
+            }
+        }
+    } else {  // a row shorter than CV + window - 1: element by element
+        for (int k = 0; k < window; ++k) {
+            float xre_[CV], xim_[CV];
+            for (int c = 0; c < CV; ++c) {
+                int i = min(start + c + k, length - 1);
+                xre_[c] = xr[2 * (i - start)];
+                xim_[c] = xr[2 * (i - start) + 1];
+            }
+            cvec xre = cvload(0, xre_), xim = cvload(0, xim_);
+            for (int j = 0; j < CF; ++j) {
+                float2 wk = wg[fs[j] * window + k];
+                re[j] += wk.x * xre - wk.y * xim;
+                im[j] += wk.x * xim + wk.y * xre;
+            }
+        }
+    }
+    for (int j = 0; j < CF && f0 + j < filters; ++j) {
+        float a[CV], b[CV];
+        cvstore(re[j], 0, a);
+        cvstore(im[j], 0, b);
+        float2 add = bias[g * filters + f0 + j];
+        for (int c = 0; c < CV; ++c) {
+            int t = start + c;
+            if (t >= t0 && t < out_len)
+                z[OUT(bv, f0 + j, t)] = (float2)(a[c], b[c]) + add;
+        }
+    }
+}
+
 // One work-item per input element (i, bv): G_x = sum_f sum_t conj(w[g, f, i - t step]) G_z.
 kernel void cconv1d_backward_input(global const float2 *dz, global const float2 *w,
                                    global float2 *dx, int rows, int variables, int length,

@@ -1,10 +1,15 @@
 // The discrete Fourier transform X_k = scale * sum_j x_j exp(-+2 pi i jk / n) of every row of a
 // (rows, n) float2 array; `inverse` flips the sign of the exponent. nnlib/fft.py picks:
-//   n a power of two  -> Stockham stages, ping-pong between two buffers: fft_radix4_stage,
-//                        preceded by one fft_radix2_stage when log2(n) is odd;
+//   n = 2^a 3^b 5^c, two rows fit in local memory
+//                     -> fft_local: one work-group per row runs every Stockham stage (radix
+//                        2, 4, 3 and 5) between two local buffers, one launch in all;
+//   longer such n     -> Stockham stages in global memory, ping-pong between two buffers, one
+//                        launch per stage: fft_radix4_stage (preceded by one
+//                        fft_radix2_stage when log2(n) is odd) for powers of two, fft_stage
+//                        (any of the radices) otherwise;
 //   n small otherwise -> dft_direct, O(n^2) per row but one launch;
 //   n large otherwise -> Bluestein: a chirp turns the length-n DFT into a circular convolution
-//                        of length m >= 2n - 1 (a power of two), done with radix-2 FFTs.
+//                        of length m >= 2n - 1 (a power of two), done with the FFTs above.
 // Twiddle and chirp tables are computed in float64 on the host, so every factor is exact
 // to float32 precision.
 // requires: complex.cl
@@ -69,6 +74,129 @@ kernel void fft_radix4_stage(global const float2 *src, global float2 *dst,
     dst[o + p] = (d02 + rot) * scale;
     dst[o + 2 * p] = (s02 - s13) * scale;
     dst[o + 3 * p] = (d02 - rot) * scale;
+}
+
+// ---------------------------------------------------------------- mixed radix
+// A Stockham stage of radix r (2, 3, 4 or 5) merges the length-p transforms into length-rp
+// ones. Butterfly j < n/r, with k = j mod p and w = exp(-+2 pi i / rp), reads
+//   a_q = src[j + q n/r] w^(qk)  (q < r; w^(qk) = tw[q k n/(rp)]; tw is conjugated, by the
+//                                 host, for an inverse transform)
+// and writes dst[r j - (r-1) k + q' p] = sum_q a_q exp(-+2 pi i q q' / r), the r-point DFT.
+// The r-point DFTs below work in place on a[0 .. r-1]; sgn is 1 forward, -1 inverse, and
+// ROT(z) = -+i z. Each radix has its own function and its own copy of the stage loop
+// (STAGE), so that r is a constant there: the loops over q unroll and a[] stays in registers.
+#define ROT(z) (sgn * (float2)((z).y, -(z).x))
+
+inline void dft2(float2 *a, float sgn)
+{
+    float2 t = a[0] - a[1];
+    a[0] += a[1];
+    a[1] = t;
+}
+
+inline void dft3(float2 *a, float sgn)
+{
+    const float s3 = 0.866025403784438647f;  // sin(2 pi / 3)
+    float2 t = a[1] + a[2], d = s3 * (a[1] - a[2]), m = a[0] - 0.5f * t;
+    a[0] += t;
+    a[1] = m + ROT(d);
+    a[2] = m - ROT(d);
+}
+
+inline void dft4(float2 *a, float sgn)
+{
+    float2 s02 = a[0] + a[2], d02 = a[0] - a[2], s13 = a[1] + a[3], d13 = a[1] - a[3];
+    a[0] = s02 + s13;
+    a[1] = d02 + ROT(d13);
+    a[2] = s02 - s13;
+    a[3] = d02 - ROT(d13);
+}
+
+inline void dft5(float2 *a, float sgn)
+{
+    const float c1 = 0.309016994374947424f, c2 = -0.809016994374947424f;  // cos 2pi/5, 4pi/5
+    const float s1 = 0.951056516295153572f, s2 = 0.587785252292473129f;   // sin 2pi/5, 4pi/5
+    float2 t1 = a[1] + a[4], t2 = a[2] + a[3], d1 = a[1] - a[4], d2 = a[2] - a[3];
+    float2 m1 = a[0] + c1 * t1 + c2 * t2, m2 = a[0] + c2 * t1 + c1 * t2;
+    float2 r1 = ROT(s1 * d1 + s2 * d2), r2 = ROT(s2 * d1 - s1 * d2);
+    a[0] += t1 + t2;
+    a[1] = m1 + r1;
+    a[4] = m1 - r1;
+    a[2] = m2 + r2;
+    a[3] = m2 - r2;
+}
+
+// Butterflies j = first, first + step, ... < n/R of one radix-R stage from x to y, the
+// outputs times `scale`.
+#define STAGE(R, x, y, first, step)                                                      \
+    for (int j = (first); j < n / (R); j += (step)) {                                    \
+        int k = j % p, o = (R) * j - ((R) - 1) * k, s = n / ((R) * p);                   \
+        float2 a[R];                                                                     \
+        a[0] = (x)[j];                                                                   \
+        for (int q = 1; q < (R); ++q)                                                    \
+            a[q] = cmul((x)[j + q * (n / (R))], tw[q * k * s]);                          \
+        dft##R(a, sgn);                                                                  \
+        for (int q = 0; q < (R); ++q)                                                    \
+            (y)[o + q * p] = a[q] * scale;                                               \
+    }
+
+// One work-item per butterfly (j, row) of one stage of radix r in global memory.
+kernel void fft_stage(global const float2 *src, global float2 *dst, global const float2 *tw,
+                      int rows, int n, int p, int r, int inverse, float scale)
+{
+    int j0 = get_global_id(0), row = get_global_id(1);
+    if (j0 >= n / r || row >= rows)
+        return;
+    src += (size_t)row * n;
+    dst += (size_t)row * n;
+    float sgn = inverse ? -1.0f : 1.0f;
+    switch (r) {
+    case 2: STAGE(2, src, dst, j0, n) break;
+    case 3: STAGE(3, src, dst, j0, n) break;
+    case 4: STAGE(4, src, dst, j0, n) break;
+    default: STAGE(5, src, dst, j0, n) break;
+    }
+}
+
+// One work-group per `per_group` consecutive rows (so that a CPU, which runs a work-group as
+// one task, does not pay its scheduling cost per short row), the whole transform of each in
+// local memory (two buffers of n values): the work-items copy a row in (element i,
+// i + size, ...), then for each stage take butterflies j = lid, lid + size, ... with a barrier
+// between stages, and copy it out scaled. The radices (stages of them, from the host)
+// multiply to n. One launch, one pass over global memory.
+kernel void fft_local(global const float2 *src, global float2 *dst, global const float2 *tw,
+                      global const int *radices, int stages, int rows, int n, int per_group,
+                      int inverse, float out_scale, local float2 *buf)
+{
+    int lid = get_local_id(0), size = get_local_size(0);
+    int first = get_group_id(1) * per_group, last = min(first + per_group, rows);
+    const float sgn = inverse ? -1.0f : 1.0f, scale = 1.0f;
+    for (int row = first; row < last; ++row) {  // the same count for every work-item
+        local float2 *x = buf, *y = buf + n;
+        global const float2 *in = src + (size_t)row * n;
+        for (int i = lid; i < n; i += size)
+            x[i] = in[i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int p = 1;
+        for (int st = 0; st < stages; ++st) {
+            int r = radices[st];
+            switch (r) {
+            case 2: STAGE(2, x, y, lid, size) break;
+            case 3: STAGE(3, x, y, lid, size) break;
+            case 4: STAGE(4, x, y, lid, size) break;
+            default: STAGE(5, x, y, lid, size) break;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            local float2 *t = x;
+            x = y;
+            y = t;
+            p *= r;
+        }
+        global float2 *out = dst + (size_t)row * n;
+        for (int i = lid; i < n; i += size)
+            out[i] = x[i] * out_scale;
+        barrier(CLK_LOCAL_MEM_FENCE);  // the next row overwrites the buffers
+    }
 }
 
 // One work-item per output (k, row): X_k = scale * sum_j x_j tw[jk mod n], with

@@ -4,11 +4,14 @@
     x2 = nnlib.fft.ifft(z)            # like np.fft.ifft; x2 == x to float32 precision
     layer = nnlib.fft.FFT(inverse=False, norm="backward")   # forward / backward, as a layer
 
-Any length n: Stockham radix-4 stages (one radix-2 stage first when log2 n is odd) for
-powers of two, a direct DFT for other lengths up to ``DIRECT_MAX``, Bluestein above. ``norm`` has numpy's meaning ("backward": no scaling on
-the forward transform, 1/n on the inverse; "ortho": 1/sqrt(n) on both; "forward": 1/n on
-the forward). Inputs: a numpy array (real or complex, converted to complex64) or a
-complex64 device array; outputs are new complex64 device arrays of the same shape.
+Any length n. Lengths 2^a 3^b 5^c run Stockham stages of radix 2, 4, 3 and 5: all of them in
+one launch, a work-group per row in local memory ("local"), when two rows fit there; one
+launch per stage in global memory otherwise ("pow2": radix-4/2 stages, "mixed"). Other lengths
+use a direct DFT up to ``DIRECT_MAX`` and Bluestein above. ``norm`` has numpy's meaning
+("backward": no scaling on the forward transform, 1/n on the inverse; "ortho": 1/sqrt(n) on
+both; "forward": 1/n on the forward). Inputs: a numpy array (real or complex, converted to
+complex64) or a complex64 device array; outputs are new complex64 device arrays of the same
+shape.
 
 Gradients follow the conjugate convention G = dL/dRe + i dL/dIm (see kernels/complex.cl).
 The adjoint of the DFT matrix F is conj(F) = n * inverse DFT, so the backward pass of
@@ -25,16 +28,17 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from .layers.base import Layer
-from .reference.fft import radices
+from .reference.fft import is_smooth, radices
 from .runtime import get_runtime
 
 __all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
            "DIRECT_MAX", "NORMS", "dual_norm"]
 
-DIRECT_MAX = 24  # non-power-of-two lengths up to this use the O(n^2) direct DFT (faster there)
+DIRECT_MAX = 24  # lengths up to this with a prime factor above 5 use the O(n^2) direct DFT
 NORMS = ("backward", "ortho", "forward")
 _DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # runtime -> {n: _Plan}
@@ -67,16 +71,52 @@ def _twiddles(n: int) -> np.ndarray:
     return np.exp(-2j * np.pi * np.arange(n) / n).astype(np.complex64)
 
 
+def _local_size(rt, kernel, n: int) -> int:
+    """Work-items of fft_local's work-group. On a GPU one per butterfly of the widest stage
+    (n/2) within the kernel's limit; on a CPU one: PoCL runs a work-group as a loop on one
+    thread, and measured there (2 Zen 3 cores, both PoCLs, n = 96 and 1000) one work-item
+    walking all butterflies beat 4 to 64 by 1.2-2x."""
+    if not rt.device.type & cl.device_type.GPU:
+        return 1
+    return max(1, min(rt.work_group_size(kernel), n // 2))
+
+
+def _rows_per_group(rt, rows: int) -> int:
+    """Rows per work-group of fft_local: one on a GPU; on a CPU enough for about 16 groups
+    per compute unit (PoCL schedules each work-group as a task, a few µs each: with one
+    short row per group that cost exceeded the transform itself)."""
+    if rt.device.type & cl.device_type.GPU:
+        return 1
+    return max(1, -(-rows // (16 * rt.device.max_compute_units)))
+
+
+def _local_mem_size(rt) -> int:
+    return int(getattr(rt, "local_mem_size", None) or rt.device.local_mem_size)
+
+
 class _Plan:
     """How one length is transformed on one runtime, with its tables on the device."""
 
     def __init__(self, rt, n: int):
         self.rt, self.n = rt, n
         k = lambda name: rt.kernel("fft", name)  # noqa: E731
-        if _is_pow2(n):
-            self.kind = "pow2"
-            self.stages = [(k(f"fft_radix{r}_stage"), r) for r in radices(n)]
+        if is_smooth(n):
+            self.radices = radices(n)
             self.tw = cla.to_device(rt.queue, _twiddles(n))
+            self.tw_inverse = cla.to_device(rt.queue, _twiddles(n).conj())
+            self.kind = ("local" if 2 * 8 * n <= _local_mem_size(rt)
+                         else "pow2" if _is_pow2(n) else "mixed")
+        # the algorithm, the same on every device ("kind" also says where the stages run)
+        self.algorithm = ("stockham" if is_smooth(n) else "direct" if n <= DIRECT_MAX
+                          else "bluestein")
+        if is_smooth(n) and self.kind == "local":
+            self.local = k("fft_local")
+            self.local_size = _local_size(rt, self.local, n)
+            self.table = cla.to_device(rt.queue, np.array(self.radices, np.int32))
+        elif is_smooth(n) and self.kind == "pow2":
+            self.stages = [(k(f"fft_radix{r}_stage"), r) for r in self.radices]
+        elif is_smooth(n):
+            self.stages = [(k("fft_stage"), r) for r in self.radices]
         elif n <= DIRECT_MAX:
             self.kind = "direct"
             self.dft = k("dft_direct")
@@ -104,7 +144,15 @@ class _Plan:
         if self.kind == "direct":
             rt.launch(self.dft, (n, rows), None, x.data, out.data, self.tw.data, *args,
                       np.int32(inverse), np.float32(scale))
-        elif self.kind == "pow2":
+        elif self.kind == "local":
+            tw = self.tw_inverse if inverse else self.tw
+            per_group = _rows_per_group(rt, rows)
+            groups = -(-rows // per_group)
+            rt.launch(self.local, (self.local_size, groups), (self.local_size, 1), x.data,
+                      out.data, tw.data, self.table.data, np.int32(len(self.radices)),
+                      *args, np.int32(per_group), np.int32(inverse), np.float32(scale),
+                      cl.LocalMemory(2 * 8 * n))
+        elif self.kind in ("pow2", "mixed"):
             count = len(self.stages)
             spare = rt.empty(x.shape, np.complex64)
             # ping-pong so that the last stage writes `out`
@@ -112,8 +160,11 @@ class _Plan:
             src, p = x, 1
             for s, (stage, radix) in enumerate(self.stages):
                 last = s == count - 1
-                rt.launch(stage, (n // radix, rows), None, src.data, dst.data, self.tw.data,
-                          *args, np.int32(p), np.int32(inverse),
+                mixed = self.kind == "mixed"
+                extra = (np.int32(radix),) if mixed else ()
+                tw = self.tw_inverse if mixed and inverse else self.tw
+                rt.launch(stage, (n // radix, rows), None, src.data, dst.data, tw.data,
+                          *args, np.int32(p), *extra, np.int32(inverse),
                           np.float32(scale if last else 1.0))
                 src, dst, p = dst, (spare if dst is out else out), radix * p
         else:
@@ -132,7 +183,8 @@ class _Plan:
 
 def plan(rt, n: int) -> _Plan:
     """The cached plan for length ``n`` on runtime ``rt`` (``plan(rt, n).kind`` says which
-    algorithm runs: "pow2" (Stockham radix-4/2 stages), "direct" or "bluestein")."""
+    algorithm runs: "local" (every Stockham stage in one launch), "pow2" or "mixed" (one
+    launch per stage), "direct" or "bluestein")."""
     cache = _plans.setdefault(rt, {})
     if n not in cache:
         cache[n] = _Plan(rt, n)

@@ -374,6 +374,120 @@ want = nnlib.reference.dense_forward(x_check, check.weight.numpy().astype(np.flo
 print("chosen kernel matches the reference, max |error| < 1e-5:",
       bool(np.abs(got - want).max() < 1e-5))
 assert best_s <= max(t for _, t in search_results) and np.isfinite(best_s)
+# ## One launch for a whole training step: kernel fusion
+#
+# At batch 1 the layer-by-layer step above is a dozen launches, and each one costs more than
+# the arithmetic it starts: every launch wakes the device's threads, and on PoCL each of
+# them waits for the last. The source article trains exactly like that, one sample at a
+# time. **Kernel fusion** puts the whole step into one kernel: `kernels/fused_mlp.cl` runs
+# forward, loss gradient, backward and the optimizer update of every layer in **one
+# work-group** that walks the layers with a barrier between them. The weights and the
+# optimizer's state stay where they are (global memory, updated in place), the sample's
+# activations and gradients live in local memory, and since nothing has to return to the
+# host between steps, one launch trains a whole run of samples (an epoch here).
+# `nnlib.fused.FusedMLP` takes a `Sequential` of `Dense` layers and its SGD or Adam optimizer
+# and trains them in place, with the same results as `Sequential.fit`.
+#
+# The article's classifier (240 -> 128 -> 64 -> 3, tanh, softmax, cross-entropy, SGD with
+# momentum), one sample per step, both ways:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+from nnlib.fused import FusedMLP, NetworkDoesNotFit, local_mem_size
+
+x_f, y_f, _, _ = nnlib.data.fractal_dataset()
+x_f, y_f = x_f[:200], y_f[:200]
+
+
+def classifier():
+    sizes, acts = (240, 128, 64, 3), ("tanh", "tanh", "softmax")
+    net = nnlib.Sequential([nnlib.Dense(a, b, act, seed=i + 1)
+                            for i, (a, b, act) in enumerate(zip(sizes, sizes[1:], acts))],
+                           loss="cross_entropy")
+    return net, nnlib.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+
+def epoch_ms(fit, repeat=3):
+    """Median ms of fit() over ``repeat`` runs, after one more run (builds the kernels)."""
+    fit()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fit()
+        times.append(1e3 * (time.perf_counter() - start))
+    return float(np.median(times))
+
+
+layer_net, layer_opt = classifier()
+fused_net, fused_opt = classifier()
+fused = FusedMLP(fused_net, fused_opt)
+layer_ms = epoch_ms(lambda: layer_net.fit(x_f, y_f, layer_opt, epochs=1, batch_size=1,
+                                          progress=False))
+fused_ms = epoch_ms(lambda: fused.fit(x_f, y_f, epochs=1, batch_size=1))
+print(f"{len(x_f)} samples, one per step: layer by layer {layer_ms:.1f} ms "
+      f"({1e3 * layer_ms / len(x_f):.0f} µs a step), fused {fused_ms:.1f} ms "
+      f"({1e3 * fused_ms / len(x_f):.0f} µs a step): {layer_ms / fused_ms:.1f}x")
+
+# %%
+# Two fresh copies trained one epoch each way end with the same weights on any device (up to
+# float32 rounding: the kernels add in a different order, and per-sample SGD with momentum
+# amplifies such differences over further epochs).
+pair = [classifier() for _ in range(2)]
+pair[0][0].fit(x_f, y_f, pair[0][1], epochs=1, batch_size=1, progress=False)
+FusedMLP(*pair[1]).fit(x_f, y_f, epochs=1, batch_size=1)
+worst = max(float(np.abs(p.numpy() - q.numpy()).max())
+            for p, q in zip(pair[0][0].parameters(), pair[1][0].parameters()))
+print("fused and layer-by-layer weights agree within 1e-4:", worst < 1e-4)
+assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
+
+# %% [markdown]
+# Where it stops paying. One work-group runs on one compute unit: one core of a CPU, one of
+# the dozens of multiprocessors of a GPU. The fused kernel does the arithmetic with no help
+# from the others, so as the batch grows the layer-by-layer path, whose blocked kernels use
+# every core, catches up and passes it once the work per step outweighs a dozen launches. And
+# the batch's activations must fit in local memory, a few tens of KiB on a GPU: wide layers
+# or large batches simply do not fit (`FusedMLP` says so and how large a batch would).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for batch in (1, 8, 64):
+    count = 8 * batch if batch > 1 else 64
+    layer_b = epoch_ms(lambda: layer_net.fit(x_f[:count], y_f[:count], layer_opt, epochs=1,
+                                             batch_size=batch, progress=False))
+    fused_b = epoch_ms(lambda: fused.fit(x_f[:count], y_f[:count], epochs=1,
+                                         batch_size=batch))
+    print(f"batch {batch:3d}: layer by layer {1e3 * layer_b / (count // batch):7.0f} µs a step, "
+          f"fused {1e3 * fused_b / (count // batch):7.0f} µs a step: {layer_b / fused_b:5.1f}x")
+limit = local_mem_size(rt)
+too_many = next(b for b in range(1, 10**6) if fused.local_bytes(b) > limit)
+fits = too_many - 1
+print(f"local memory {limit // 1024} KiB: the classifier fits up to batch {fits} "
+      f"({fused.local_bytes(1)} bytes a sample)")
+
+# %%
+# A batch beyond the device's local memory is refused with a clear error on every device.
+try:
+    fused.fit(np.zeros((too_many, 240), np.float32), np.zeros(too_many, int), epochs=1,
+              batch_size=too_many)
+    refused = False
+except NetworkDoesNotFit:
+    refused = True
+print("a batch that does not fit is refused:", refused)
+assert refused and fused.local_bytes(too_many) > local_mem_size(rt)
+
+# %% [markdown]
+# GPUs fuse for the same reason, with more hands. A single work-group would leave a GPU
+# nearly idle, so fused GPU training kernels give each work-group a slice of the batch and
+# keep a narrow network's weights in shared memory and registers (the "fully fused" MLPs of
+# tiny-cuda-nn, for widths of 64 or 128); optimizers update every tensor in one launch
+# (PyTorch's `fused=True` Adam, as nnlib's flat layout does); and a fixed sequence of
+# launches is recorded once and replayed with one submission (CUDA Graphs), which removes the
+# host's cost but not the kernels' own start-up. What fusion buys is the same everywhere: the
+# fewer times the host and the device have to meet per step, the more of the step is
+# arithmetic. `python -m benchmarks.seed_experiment` compares both nnlib paths with numpy on
+# the article's whole data set.
 
 # %% [markdown]
 # ## Summary

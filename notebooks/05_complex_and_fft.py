@@ -276,16 +276,23 @@ ax.invert_yaxis()
 plt.show()
 
 # %% [markdown]
-# Other lengths need other algorithms (CATCH's windows are often 96 or 192 long). A short
-# row (up to `fft.DIRECT_MAX` = 24, where it is the faster one here) uses the direct
-# $O(n^2)$ DFT, one work-item per output. A longer one uses **Bluestein's**
+# Other lengths need other stages (CATCH's windows are often 96 or 192 long). The same
+# Stockham stage works for any radix $r$: merge $r$ transforms of length $p$ with an
+# $r$-point DFT. The kernels have radix 3 and radix 5 butterflies besides 2 and 4, so every
+# length $n = 2^a 3^b 5^c$ (24, 96, 1000, ...) is a chain of stages (`ref.radices(96)` is
+# `[2, 4, 4, 3]`). When two rows fit in the device's local memory, **one** launch runs every
+# stage: one work-group per row copies it into local memory, walks the stages with a barrier
+# between them and writes the result once (`fft_local`); longer rows take one launch per
+# stage through global memory. A short row of another length (up to `fft.DIRECT_MAX` = 24)
+# uses the direct $O(n^2)$ DFT, one work-item per output. A longer one uses **Bluestein's**
 # trick: with $jk = (j^2 + k^2 - (k-j)^2)/2$ the DFT becomes a convolution with the chirp
 # $c_j = e^{-i\pi j^2/n}$,
 #
 # $$X_k = c_k \sum_j (x_j c_j)\, \bar c_{k-j},$$
 #
 # which is computed as a circular convolution of a power-of-two length $m \ge 2n - 1$ with
-# two power-of-two FFTs. The inverse transform is the same with $+i$ in the exponent and $1/n$.
+# two power-of-two FFTs: about three times the work of a mixed-radix FFT of the same $n$.
+# The inverse transform is the same with $+i$ in the exponent and $1/n$.
 # The kernels:
 
 # %%
@@ -295,12 +302,12 @@ print(nnlib.source("fft"))
 ### END SOLUTION
 
 # %% [markdown]
-# Each of the three against numpy, on 3 rows, with the round trip $\mathrm{ifft}(\mathrm{fft}
+# Each algorithm against numpy, on 3 rows, with the round trip $\mathrm{ifft}(\mathrm{fft}
 # (x)) = x$ and Parseval's identity $\sum |x_j|^2 = \frac1n \sum |X_k|^2$:
 
 # %%
-lengths = {"8": 8, "1024": 1024, "15": 15, "96": 96, "2 x max work-group": 2 * big - 8,
-           "max work-group + 4": big}
+lengths = {"8": 8, "1024": 1024, "15": 15, "96": 96, "97": 97, "1000": 1000,
+           "2 x max work-group": 2 * big - 8, "max work-group + 4": big}
 for label, n in lengths.items():
     x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
     X = fft.fft(x)
@@ -309,7 +316,8 @@ for label, n in lengths.items():
     back = fft.ifft(X).get()
     parseval = np.allclose(np.sum(np.abs(X.get().astype(np.complex128)) ** 2, -1) / n,
                            np.sum(np.abs(x.astype(np.complex128)) ** 2, -1), rtol=1e-5)
-    print(f"n = {label:18s} ({fft.plan(rt, n).kind:9s}): error vs numpy < 1e-5: {err < 1e-5}, "
+    algorithm = fft.plan(rt, n).algorithm
+    print(f"n = {label:18s} ({algorithm:9s}): error vs numpy < 1e-5: {err < 1e-5}, "
           f"round trip: {np.allclose(back, x, atol=1e-5)}, Parseval: {parseval}")
 
 # %% [markdown]

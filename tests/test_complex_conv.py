@@ -171,3 +171,17 @@ def test_complex_helpers_match_numpy(rt, op):
               np.int32(n), np.int32(code))
     want = f(a.astype(np.complex128), b.astype(np.complex128))
     np.testing.assert_allclose(out.get(), want, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["channels", "tokens"])
+def test_blocked_forward_at_every_edge(rt, rng, layout):
+    """Step 1 runs the register-blocked forward: tiles of CV positions x CF filters, with the
+    last position block shifted back inside the row and short rows loaded element-wise."""
+    from nnlib.layers.conv import forward_tile
+    cv, cf = forward_tile(rt)
+    for batch, variables, out_len, window, filters in ((1, 1, 1, 3, 1), (2, 3, cv - 1, 4, cf + 1),
+                                                       (1, 2, cv + 5, 16, 2 * cf + 3),
+                                                       (3, 1, 3 * cv + 1, 1, cf)):
+        check_against_reference(rt, rng, nnlib.ComplexConv1d, "none",
+                                (batch, variables, out_len + window - 1, window, 1, filters),
+                                False, layout)

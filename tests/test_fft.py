@@ -1,5 +1,8 @@
 """nnlib.fft against np.fft, round trip, Parseval, the adjoint by finite differences, the
-numpy references of the three algorithms, the real <-> complex helpers and bad input."""
+numpy references of the algorithms (Stockham radices 2, 3, 4, 5 in local or global memory,
+direct, Bluestein), the real <-> complex helpers and bad input."""
+
+import weakref
 
 import numpy as np
 import pytest
@@ -14,8 +17,16 @@ from .test_complex_conv import complex_numeric_grad
 def lengths(rt):
     """Every algorithm, odd and prime lengths, and lengths above the max work-group size."""
     big = rt.max_work_group_size
-    return [1, 2, 3, 5, 8, 17, 63, F.DIRECT_MAX, F.DIRECT_MAX + 1, 97, 100, 1024, 2 * big,
-            big + 4]
+    return [1, 2, 3, 5, 7, 8, 15, 17, 24, 63, F.DIRECT_MAX, F.DIRECT_MAX + 1, 96, 97, 100,
+            1000, 1024, 2 * big, big + 4]
+
+
+@pytest.fixture
+def global_stages(monkeypatch):
+    """Plans made while this fixture is active see no local memory: smooth lengths then run
+    one launch per stage in global memory ("pow2" / "mixed")."""
+    monkeypatch.setattr(F, "_local_mem_size", lambda rt: 0)
+    monkeypatch.setattr(F, "_plans", weakref.WeakKeyDictionary())
 
 
 def cdata(rng, shape):
@@ -28,10 +39,35 @@ def assert_close(got, want, tol=1e-5):
 
 
 def test_each_length_uses_the_expected_algorithm(rt):
-    big = rt.max_work_group_size + 4
-    want = {1: "direct", 2: "pow2", 1024: "pow2", 17: "direct", F.DIRECT_MAX - 1: "direct",
-            F.DIRECT_MAX + 1: "bluestein", big: "bluestein"}
+    big = next(n for n in range(rt.max_work_group_size + 1, 10**9) if not ref.is_smooth(n))
+    want = {1: "direct", 2: "local", 1024: "local", 96: "local", 1000: "local", 25: "local",
+            17: "direct", F.DIRECT_MAX - 1: "direct", 7: "direct", 2 * 97: "bluestein",
+            big: "bluestein"}
     assert {n: F.plan(rt, n).kind for n in want} == want
+    too_long = F._local_mem_size(rt) // 16 + 1  # two rows of it do not fit in local memory
+    pow2 = 1 << (too_long - 1).bit_length()
+    assert F.plan(rt, pow2).kind == "pow2" and F.plan(rt, 3 * pow2).kind == "mixed"
+
+
+def test_global_memory_stages_match_numpy(rt, rng, global_stages):
+    for n in (2, 3, 5, 8, 15, 24, 96, 1000, 1024):
+        assert F.plan(rt, n).kind == ("pow2" if n & (n - 1) == 0 else "mixed")
+        for rows in (1, 3):
+            x = cdata(rng, (rows, n))
+            assert_close(F.fft(x, runtime=rt).get(), np.fft.fft(x.astype(np.complex128)))
+            assert_close(F.ifft(x, "ortho", rt).get(),
+                         np.fft.ifft(x.astype(np.complex128), norm="ortho"))
+
+
+@pytest.mark.slow
+def test_long_rows_beyond_local_memory(rt, rng):
+    pow2 = 1 << (F._local_mem_size(rt) // 16).bit_length()
+    for n in (pow2, 3 * pow2 // 2):
+        x = cdata(rng, (2, n))
+        assert F.plan(rt, n).kind == ("pow2" if n == pow2 else "mixed")
+        assert_close(F.fft(x, runtime=rt).get(), np.fft.fft(x.astype(np.complex128)))
+        back = F.ifft(F.fft(x, runtime=rt), runtime=rt).get()
+        np.testing.assert_allclose(back, x, rtol=0, atol=3e-6 * np.abs(x).max())
 
 
 @pytest.mark.parametrize("norm", F.NORMS)
@@ -74,7 +110,7 @@ def test_device_input_is_left_unchanged(rt, rng):
 
 @pytest.mark.parametrize("inverse", [False, True])
 @pytest.mark.parametrize("norm", F.NORMS)
-@pytest.mark.parametrize("n", [8, 5, 70])
+@pytest.mark.parametrize("n", [8, 5, 24, 70])
 def test_layer_backward_matches_finite_differences(rt, inverse, norm, n):
     """G_x of L = Re sum(conj(r) y) is the adjoint transform of G_y = r."""
     rng = np.random.default_rng(n)
@@ -104,7 +140,7 @@ def test_layer_config_and_errors(rt):
     assert F.dual_norm("backward") == "forward" and F.dual_norm("ortho") == "ortho"
 
 
-@pytest.mark.parametrize("n", [2, 8, 64, 3, 15, 100, 131])
+@pytest.mark.parametrize("n", [2, 8, 64, 3, 15, 24, 96, 100, 131])
 def test_reference_algorithms_match_numpy(rng, n):
     x = cdata(rng, (3, n)).astype(np.complex128)
     np.testing.assert_allclose(ref.dft(x), np.fft.fft(x), atol=1e-9)
@@ -119,6 +155,20 @@ def test_reference_algorithms_match_numpy(rng, n):
         radix2 = ref.fft_stages(x, radix_list=[2] * log)
         assert len(radix2) == log + 1
         np.testing.assert_allclose(radix2[-1], np.fft.fft(x), atol=1e-9)
+    if ref.is_smooth(n):
+        np.testing.assert_allclose(ref.fft_mixed(x), np.fft.fft(x), atol=1e-9)
+        np.testing.assert_allclose(ref.fft_mixed(x, True), n * np.fft.ifft(x), atol=1e-9)
+        np.testing.assert_allclose(ref.fft_stages(x, radix_list=ref.radices(n)[::-1])[-1],
+                                   np.fft.fft(x), atol=1e-9)  # any order of the stages
+
+
+def test_mixed_radices():
+    assert ref.radices(96) == [2, 4, 4, 3] and ref.radices(1000) == [2, 4, 5, 5, 5]
+    assert ref.radices(15) == [3, 5] and ref.radices(24) == [2, 4, 3]
+    assert [n for n in range(1, 31) if ref.is_smooth(n)] == [
+        2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20, 24, 25, 27, 30]
+    with pytest.raises(ValueError, match="prime factors are 2, 3 and 5"):
+        ref.radices(14)
 
 
 def test_reference_stockham_refuses_other_lengths():

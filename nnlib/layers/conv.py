@@ -26,6 +26,13 @@ LAYOUTS = ("channels", "tokens")
 COMPLEX_ACTIVATIONS = {"none": 0, "tanh": 1, "split_sigmoid": 2, "modrelu": 3}
 
 
+def forward_tile(rt) -> tuple:
+    """(positions, filters) of a work-item's tile in cconv1d_forward_blocked: as many
+    positions as the device's preferred float vector width (4 to 16: real and imaginary
+    parts are separate vectors), 4 filters (8 vector accumulators)."""
+    return min(max(rt.vector_width, 4), 16), 4
+
+
 class _Conv1dBase(Layer):
     """Geometry, parameters' shapes, input checks and launches shared by both layers."""
 
@@ -46,6 +53,7 @@ class _Conv1dBase(Layer):
         k = lambda s: self.runtime.kernel("conv", f"{self.prefix}conv1d_{s}")  # noqa: E731
         self._forward, self._input, self._weight = k("forward"), k("backward_input"), k(
             "backward_weight")
+        self._blocked = None  # a register-blocked forward for step 1, if the layer has one
         self._x = self._y = None
 
     def out_len(self, length: int) -> int:
@@ -94,6 +102,12 @@ class _Conv1dBase(Layer):
     def _conv_forward(self, x, out, *extra):
         geo = self._geometry(x)
         rows, t = int(geo[0]), int(geo[6])
+        if self._blocked is not None and self.step == 1:
+            cv, cf = self._tile
+            self.runtime.launch(self._blocked, (-(-t // cv), -(-self.filters // cf), rows),
+                                None, x.data, self.weight.value.data, self.bias.value.data,
+                                out.data, *geo[:4], *geo[5:])
+            return
         self.runtime.launch(self._forward, (t, self.filters, rows), None, x.data,
                             self.weight.value.data, self.bias.value.data, out.data, *geo,
                             *extra)
@@ -194,6 +208,9 @@ class ComplexConv1d(_Conv1dBase):
                               runtime=self.runtime)
         self._act = [self.runtime.kernel("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
+        self._tile = forward_tile(self.runtime)
+        self._blocked = self.runtime.kernel("conv", "cconv1d_forward_blocked",
+                                            (f"-DCV={self._tile[0]}", f"-DCF={self._tile[1]}"))
         self._z = None
 
     def release(self) -> None:

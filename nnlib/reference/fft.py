@@ -2,8 +2,8 @@
 
 import numpy as np
 
-__all__ = ["dft", "radices", "stockham_stage", "fft_stages", "fft_pow2", "bluestein",
-           "fft_adjoint"]
+__all__ = ["dft", "radices", "is_smooth", "stockham_stage", "fft_stages", "fft_pow2",
+           "fft_mixed", "bluestein", "fft_adjoint"]
 
 
 def dft(x, inverse: bool = False):
@@ -14,13 +14,29 @@ def dft(x, inverse: bool = False):
     return x @ np.exp(sign * 2j * np.pi * jk / n)
 
 
+def is_smooth(n: int) -> bool:
+    """Whether n >= 2 has no prime factor but 2, 3 and 5 (the kernels' radices)."""
+    if n < 2:
+        return False
+    for prime in (2, 3, 5):
+        while n % prime == 0:
+            n //= prime
+    return n == 1
+
+
 def radices(n: int) -> list:
-    """The Stockham stages the kernels use for a power-of-two n: one radix-2 stage if log2 n
-    is odd, then radix-4 stages (1024 -> [4, 4, 4, 4, 4]; 8 -> [2, 4])."""
-    if n < 2 or n & (n - 1):
-        raise ValueError(f"need a power-of-two length >= 2, got {n}")
-    log = n.bit_length() - 1
-    return [2] * (log % 2) + [4] * (log // 2)
+    """The Stockham stages the kernels use for n = 2^a 3^b 5^c: for the power of two, one
+    radix-2 stage if a is odd, then radix-4 stages; then radix 3 and radix 5 stages
+    (1024 -> [4, 4, 4, 4, 4]; 8 -> [2, 4]; 96 -> [2, 4, 4, 3]; 1000 -> [2, 4, 5, 5, 5])."""
+    if not is_smooth(n):
+        raise ValueError(f"need a length >= 2 whose only prime factors are 2, 3 and 5, got {n}")
+    log = (n & -n).bit_length() - 1
+    threes = fives = 0
+    while n % 3 == 0:
+        n, threes = n // 3, threes + 1
+    while n % 5 == 0:
+        n, fives = n // 5, fives + 1
+    return [2] * (log % 2) + [4] * (log // 2) + [3] * threes + [5] * fives
 
 
 def stockham_stage(src, p: int, radix: int, inverse: bool = False):
@@ -55,6 +71,14 @@ def fft_stages(x, inverse: bool = False, radix_list=None):
 
 
 def fft_pow2(x, inverse: bool = False):
+    n = x.shape[-1]
+    if n < 2 or n & (n - 1):
+        raise ValueError(f"need a power-of-two length >= 2, got {n}")
+    return fft_stages(x, inverse)[-1]
+
+
+def fft_mixed(x, inverse: bool = False):
+    """The mixed-radix Stockham FFT (radices 2, 4, 3, 5) of a length 2^a 3^b 5^c."""
     return fft_stages(x, inverse)[-1]
 
 

@@ -1,4 +1,5 @@
-"""FFT kernels (radix-2, direct DFT, Bluestein) and the real <-> complex helpers."""
+"""FFT kernels (Stockham stages in local and global memory, direct DFT, Bluestein) and the
+real <-> complex helpers."""
 
 import numpy as np
 
@@ -7,12 +8,19 @@ from nnlib import fft
 
 rt = nnlib.use_device("oclgrind")
 rng = np.random.default_rng(0)
-for n in (8, 7, 70):  # radix-2 + radix-4 stages, direct, bluestein
-    assert fft.plan(rt, n).kind == {8: "pow2", 7: "direct", 70: "bluestein"}[n]
+kinds = {8: "local", 15: "local", 7: "direct", 70: "bluestein"}
+for n in (8, 15, 7, 70):  # radices 2, 4, 3, 5 in local memory, direct, bluestein
+    assert fft.plan(rt, n).kind == kinds[n]
+    x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
+    fft.ifft(fft.fft(x), norm="ortho").get()
+fft._local_mem_size = lambda rt: 0  # later plans: one launch per stage in global memory
+for n in (16, 30):
+    assert fft.plan(rt, n).kind == {16: "pow2", 30: "mixed"}[n]
     x = (rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))).astype(np.complex64)
     fft.ifft(fft.fft(x), norm="ortho").get()
 r = fft.re_im(fft.to_complex(rng.standard_normal((3, 5))))
 fft.real_part(fft.from_re_im(r)).get()
 rt.queue.finish()
-print("kernels run: fft_radix2_stage, fft_radix4_stage, dft_direct, bluestein_*, to_complex, "
+print("kernels run: fft_local, fft_stage, fft_radix2_stage, fft_radix4_stage, dft_direct, "
+      "bluestein_*, to_complex, "
       "real_part, re_im, from_re_im")

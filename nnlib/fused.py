@@ -1,0 +1,233 @@
+"""Kernel fusion: a whole training step of a small MLP in one launch (kernels/fused_mlp.cl).
+
+    trainer = nnlib.fused.FusedMLP(net, optimizer)      # net: Sequential of Dense layers
+    history = trainer.fit(x, y, epochs=5, batch_size=1)  # same results as net.fit(...)
+
+One work-group runs forward, loss gradient, backward and the SGD/Adam update of every layer,
+for a run of consecutive mini-batches (by default a whole epoch) per launch; the weights and
+optimizer state are the network's and the optimizer's own arrays (the optimizer's flat
+layout), updated in place, so ``net`` and ``optimizer`` go on with the layer-by-layer path
+afterwards. ``Parameter.grad`` is not written (gradients never leave the kernel).
+
+It pays where launches dominate: small widths and small batches. One work-group uses one
+core of a CPU (one compute unit of a GPU), and the batch's activations must fit in local
+memory: :meth:`FusedMLP.local_bytes` says how much a batch size needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from .activations import ACTIVATIONS
+from .launcher import Launcher
+from .layers.dense import Dense
+from .network import LOSSES, DeviceLoss
+from .optim import SGD, Adam, AdamMini
+
+__all__ = ["FusedMLP", "NetworkDoesNotFit", "local_mem_size"]
+
+TABLE = 8  # ints per layer in the network table (see kernels/fused_mlp.cl)
+RULES = {"sgd": 0, "momentum": 1, "adam": 2}
+DEFAULT_RUN = 4096  # samples per launch at most (a launch is one long kernel)
+
+
+class NetworkDoesNotFit(ValueError):
+    """The network (or the batch) is too wide for one work-group's local memory."""
+
+
+def local_mem_size(rt) -> int:
+    """Bytes of local memory per work-group on the runtime's device."""
+    return int(getattr(rt, "local_mem_size", None) or rt.device.local_mem_size)
+
+
+def _rule(optimizer) -> str:
+    if isinstance(optimizer, AdamMini) or not isinstance(optimizer, (SGD, Adam)):
+        raise TypeError(f"FusedMLP supports SGD, Adam and AdamW, not {type(optimizer).__name__}")
+    if isinstance(optimizer, Adam):
+        return "adam"
+    return "momentum" if optimizer.momentum else "sgd"
+
+
+class FusedMLP:
+    """Trains ``net`` (a Sequential of Dense layers) with ``optimizer`` (SGD, Adam or AdamW over
+    exactly ``net.parameters()``), one launch per run of steps.
+
+    ``local_size``: work-items of the one work-group; by default one on a CPU (PoCL runs a
+    work-group on one thread and vectorises the inner loops) and the kernel's preferred
+    multiple, up to the widest layer, on a GPU.
+    """
+
+    def __init__(self, net, optimizer, local_size: int | None = None):
+        layers = net.layers
+        if not all(isinstance(layer, Dense) for layer in layers):
+            raise TypeError("FusedMLP needs a Sequential of Dense layers only")
+        if any(layer.activation == "softmax" for layer in layers[:-1]):
+            raise ValueError("FusedMLP: softmax is only supported on the last layer")
+        if net.loss == "mse" and layers[-1].activation == "softmax":
+            raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
+        if len({id(layer) for layer in layers}) != len(layers):
+            raise ValueError("FusedMLP: a layer appears twice in the network")
+        params = net.parameters()
+        if [id(p) for p in optimizer.params] != [id(p) for p in params]:
+            raise ValueError("FusedMLP: the optimizer must hold exactly net.parameters(), "
+                             "in that order")
+        self.rule = _rule(optimizer)
+        if not optimizer.fused:  # builds the flat layout: one buffer for every parameter
+            raise ValueError("FusedMLP: the parameters no longer hold the optimizer's flat "
+                             "layout (another optimizer took them over)")
+        self.net, self.optimizer, self.runtime = net, optimizer, net.runtime
+        rt = self.runtime
+        self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
+        options = (f"-DVW={rt.vector_width}", f"-DRULE={RULES[self.rule]}")
+        kernel = rt.kernel("fused_mlp", "fused_mlp_train", options)
+        self.max_local_size = rt.work_group_size(kernel)
+        if local_size is None:
+            if rt.device.type & cl.device_type.GPU:
+                multiple = kernel.get_work_group_info(
+                    cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
+                local_size = min(self.max_local_size,
+                                 -(-max(self.widths) // multiple) * multiple)
+            else:
+                local_size = 1
+        if not isinstance(local_size, (int, np.integer)) or not \
+                1 <= local_size <= self.max_local_size:
+            raise ValueError(f"local_size must be an integer in [1, {self.max_local_size}] "
+                             f"on this device, got {local_size!r}")
+        self.local_size = int(local_size)
+        self._launch = Launcher(rt, kernel)
+        self._tables: dict = {}
+
+    def __repr__(self):
+        return (f"FusedMLP({'-'.join(map(str, self.widths))}, {self.rule}, "
+                f"local_size={self.local_size})")
+
+    # ------------------------------------------------------------------ layout
+    def _layout(self, batch: int) -> tuple:
+        """(network table, local floats) for ``batch`` samples per step."""
+        offsets = self.optimizer._layout.offsets
+        acts, a = [], 0
+        for n in self.widths:
+            acts.append(a)
+            a += batch * n
+        wide = max(self.widths)
+        table = []
+        for i, layer in enumerate(self.net.layers):
+            table += [offsets[2 * i], offsets[2 * i + 1], layer.n_in, layer.n_out,
+                      ACTIVATIONS[layer.activation], acts[i], acts[i + 1], 0]
+        table += [a, a + batch * wide]
+        return np.array(table, np.int32), a + 2 * batch * wide
+
+    def local_bytes(self, batch: int = 1) -> int:
+        """Local memory one launch needs for ``batch`` samples per step."""
+        return 4 * self._layout(batch)[1]
+
+    def _table(self, batch: int):
+        if batch not in self._tables:
+            table, floats = self._layout(batch)
+            limit = local_mem_size(self.runtime)
+            if 4 * floats > limit:
+                fits = max((b for b in range(1, batch) if self.local_bytes(b) <= limit),
+                           default=0)
+                raise NetworkDoesNotFit(
+                    f"FusedMLP: widths {self.widths} at batch {batch} need "
+                    f"{4 * floats} bytes of local memory, the device has {limit}"
+                    + (f"; batch {fits} fits" if fits else
+                       "; the network is too wide for one work-group: use net.fit"))
+            self._tables[batch] = (self.runtime.to_device(table, "table", dtype=np.int32),
+                                   cl.LocalMemory(4 * floats))
+        return self._tables[batch]
+
+    # ------------------------------------------------------------------ training
+    def _corrections(self, steps: int) -> np.ndarray:
+        """Per step (step_size, sqrt(1 - beta2^t)) for Adam, in float64 as the optimizer."""
+        opt = self.optimizer
+        out = np.ones((steps, 2), np.float64)
+        if self.rule == "adam":
+            t = opt.steps + 1 + np.arange(steps)
+            out[:, 0] = opt.lr / (1.0 - opt.beta1 ** t)
+            out[:, 1] = np.sqrt(1.0 - opt.beta2 ** t)
+        return out.astype(np.float32)
+
+    def run(self, x, targets, order, batch: int, losses, offset: int = 0) -> None:
+        """Enqueue ``len(order) // batch`` steps on device data: step s trains on rows
+        ``order[s*batch:(s+1)*batch]`` of ``x`` (n, n_in) and ``targets`` (n, n_out) and
+        writes their losses to ``losses[offset + s*batch + b]``. Waits for nothing."""
+        rt, opt = self.runtime, self.optimizer
+        steps = len(order) // batch
+        table, local = self._table(batch)
+        for first in range(0, steps, max(1, DEFAULT_RUN // batch)):
+            count = min(steps - first, max(1, DEFAULT_RUN // batch))
+            part = np.ascontiguousarray(order[first * batch:(first + count) * batch], np.int32)
+            rows = rt.to_device(part, "order", dtype=np.int32)
+            corr = rt.to_device(self._corrections(count), "corrections")
+            self._enqueue(x, targets, rows, batch, count, corr, losses,
+                          offset + first * batch, table, local)
+            opt.steps += count
+
+    def _enqueue(self, x, targets, rows, batch, count, corr, losses, offset, table, local):
+        opt, rt = self.optimizer, self.runtime
+        state = [s.flat for s in opt._buffers().values() if s]
+        state1 = state[0] if state else opt._layout.grad  # unused without state
+        state2 = state[1] if len(state) > 1 else state1
+        divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)
+        adam = self.rule == "adam"
+        f32, i32 = np.float32, np.int32
+        self._launch(
+            (self.local_size,), (self.local_size,), opt._layout.value.data, state1.data,
+            state2.data, table.data, i32(len(self.net.layers)), x.data, targets.data,
+            rows.data, i32(batch), i32(count), i32(LOSSES[self.net.loss]), f32(1.0 / divisor),
+            f32(opt.lr), f32(getattr(opt, "momentum", 0.0)), i32(getattr(opt, "nesterov", 0)),
+            f32(opt.weight_decay), f32(opt.beta1 if adam else 0.0),
+            f32(opt.beta2 if adam else 0.0), f32(opt.eps if adam else 0.0),
+            i32(getattr(opt, "decoupled", False)), corr.data, losses.data, i32(offset),
+            opt._skip.data, local)
+
+    def fit(self, x, y, epochs: int = 10, batch_size: int = 1, seed: int = 0) -> dict:
+        """Like ``Sequential.fit`` (the same shuffling from ``seed``, the same steps): returns
+        ``{"loss": [...]}``, the mean training loss of each epoch. The data go to the device
+        once; each epoch is one launch per DEFAULT_RUN samples (and one for a last, smaller
+        batch)."""
+        net, rt = self.net, self.runtime
+        x = np.asarray(x, dtype=np.float32)
+        n = len(x)
+        if len(y) != n:
+            raise ValueError(f"fit: {n} inputs but {len(y)} targets")
+        if n == 0 or not isinstance(batch_size, (int, np.integer)) or batch_size < 1 \
+                or epochs < 0:
+            raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
+        xd = rt.to_device(x, "fit inputs", shape=(None, self.widths[0]))
+        targets = net._targets(np.asarray(y), n)
+        rng = np.random.default_rng(seed)
+        losses = rt.empty((n,))
+        per_sample = self.widths[-1] if net.loss == "mse" else 1
+        history = {"loss": []}
+        full = n // batch_size * batch_size
+        for _ in range(epochs):
+            skipped_before = self.optimizer.skipped_steps
+            order = rng.permutation(n).astype(np.int32)
+            self.run(xd, targets, order[:full], batch_size, losses)
+            if full < n:
+                self.run(xd, targets, order[full:], n - full, losses, full)
+            history["loss"].append(float(DeviceLoss(losses, n * per_sample)))
+            skipped = self.optimizer.skipped_steps - skipped_before
+            if skipped:
+                raise FloatingPointError(
+                    f"fit: {skipped} steps of epoch {len(history['loss'])} were skipped because "
+                    "the loss gradient held NaN or infinity; lower the learning rate")
+        return history
+
+    def step(self, x, y) -> DeviceLoss:
+        """One training step on the batch (x, y) in one launch (plus the copies of x and y),
+        like ``Sequential.train_step``; returns the loss on the device."""
+        rt = self.runtime
+        xd = rt.to_device(x, "step inputs", shape=(None, self.widths[0]))
+        batch = xd.shape[0]
+        if batch == 0:
+            raise ValueError("step: batch is empty")
+        targets = self.net._targets(y if not isinstance(y, np.ndarray) else y, batch)
+        losses = rt.empty((batch,))
+        self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses)
+        divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)
+        return DeviceLoss(losses, divisor)
+

@@ -1,0 +1,130 @@
+"""FusedMLP (kernels/fused_mlp.cl): one launch per run of training steps gives the layer-by-
+layer path's results (SGD, Adam, per sample and mini-batch, odd widths, widths above the
+work-group size) and the numpy reference's; networks that do not fit are refused clearly."""
+
+import numpy as np
+import pytest
+
+import nnlib
+from nnlib.fused import FusedMLP, NetworkDoesNotFit, local_mem_size
+from nnlib.reference.fused import fused_mlp_step
+
+
+def mlp(rt, sizes, acts, loss):
+    return nnlib.Sequential([nnlib.Dense(a, b, act, seed=i + 1, runtime=rt)
+                             for i, (a, b, act) in enumerate(zip(sizes, sizes[1:], acts))],
+                            loss=loss)
+
+
+def optimizer(kind, params):
+    if kind == "sgd":
+        return nnlib.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)
+    if kind == "adamw":
+        return nnlib.optim.AdamW(params, lr=3e-3, weight_decay=0.05)
+    return nnlib.optim.Adam(params, lr=3e-3, weight_decay=1e-3)
+
+
+CASES = [  # sizes, activations, loss, optimizer, batch, local size (None: the default)
+    ((7, 13, 5, 3), ("tanh", "sigmoid", "softmax"), "cross_entropy", "sgd", 1, None),
+    ((7, 13, 5, 3), ("tanh", "sigmoid", "softmax"), "cross_entropy", "adam", 1, 4),
+    ((11, 37, 9, 2), ("relu", "leaky_relu", "none"), "mse", "adamw", 5, 3),
+    ((11, 37, 9, 2), ("tanh", "tanh", "sigmoid"), "mse", "sgd", 7, 16),
+]
+
+
+@pytest.mark.parametrize("sizes,acts,loss,kind,batch,local", CASES)
+def test_fused_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local):
+    n = 101  # steps per epoch: 101 per sample, with a last smaller batch otherwise
+    x = rng.standard_normal((n, sizes[0])).astype(np.float32)
+    y = (rng.integers(0, sizes[-1], n) if loss == "cross_entropy"
+         else rng.uniform(0.1, 0.9, (n, sizes[-1])).astype(np.float32))
+    fused_net, layer_net = mlp(rt, sizes, acts, loss), mlp(rt, sizes, acts, loss)
+    fused_opt = optimizer(kind, fused_net.parameters())
+    layer_opt = optimizer(kind, layer_net.parameters())
+    trainer = FusedMLP(fused_net, fused_opt, local_size=local)
+    epochs = 3 if batch == 1 else 12  # several hundred steps
+    got = trainer.fit(x, y, epochs=epochs, batch_size=batch, seed=3)["loss"]
+    want = layer_net.fit(x, y, layer_opt, epochs=epochs, batch_size=batch, seed=3,
+                         progress=False)["loss"]
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)
+    assert fused_opt.steps == layer_opt.steps
+    for p, q in zip(fused_net.parameters(), layer_net.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-3, atol=2e-5)
+    # the optimizer's state went along: the layer path continues where the kernel stopped
+    for a, b in zip(fused_opt.state_dict().values(), layer_opt.state_dict().values()):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_fused_step_equals_numpy_reference(rt, rng, kind):
+    sizes, acts = (6, 10, 4), ("tanh", "softmax")
+    net = mlp(rt, sizes, acts, "cross_entropy")
+    opt = optimizer(kind, net.parameters())
+    trainer = FusedMLP(net, opt)
+    weights = [layer.weight.numpy().astype(np.float64) for layer in net.layers]
+    biases = [layer.bias.numpy().astype(np.float64) for layer in net.layers]
+    zeros = [np.zeros_like(p) for pair in zip(weights, biases) for p in pair]
+    state = {"v": [z.copy() for z in zeros], "m": [z.copy() for z in zeros]}
+    hyper = ({"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3}
+             if kind == "sgd" else {"lr": 3e-3, "weight_decay": 1e-3})
+    for step in range(1, 6):
+        x = rng.standard_normal((3, 6)).astype(np.float32)
+        labels = rng.integers(0, 4, 3)
+        value = float(trainer.step(x, labels))
+        want = fused_mlp_step(weights, biases, state, x.astype(np.float64),
+                              np.eye(4)[labels], acts, "cross_entropy", kind, step, **hyper)
+        assert abs(value - want) < 1e-5 * max(1.0, abs(want))
+        for layer, w, b in zip(net.layers, weights, biases):
+            np.testing.assert_allclose(layer.weight.numpy(), w, rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(layer.bias.numpy(), b, rtol=1e-4, atol=1e-6)
+
+
+def test_widths_above_the_work_group_size(rt, rng):
+    probe = FusedMLP(*(lambda net: (net, nnlib.optim.SGD(net.parameters())))(
+        mlp(rt, (3, 2), ("none",), "mse")))
+    wide = probe.max_local_size + 3
+    sizes, acts = (wide, 5, 2), ("tanh", "none")
+    x = rng.standard_normal((4, wide)).astype(np.float32)
+    y = rng.standard_normal((4, 2)).astype(np.float32)
+    nets = [mlp(rt, sizes, acts, "mse") for _ in range(2)]
+    opts = [nnlib.optim.SGD(net.parameters(), lr=0.01, momentum=0.5) for net in nets]
+    FusedMLP(nets[0], opts[0], local_size=probe.max_local_size).fit(x, y, epochs=2,
+                                                                      batch_size=3)
+    nets[1].fit(x, y, opts[1], epochs=2, batch_size=3, progress=False)
+    for p, q in zip(nets[0].parameters(), nets[1].parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_networks_that_do_not_fit_are_refused(rt):
+    net = mlp(rt, (240, 128, 3), ("tanh", "softmax"), "cross_entropy")
+    trainer = FusedMLP(net, nnlib.optim.Adam(net.parameters()))
+    assert trainer.local_bytes(2) > trainer.local_bytes(1) > 4 * (240 + 128 + 3)
+    too_many = 1
+    while trainer.local_bytes(too_many) <= local_mem_size(rt):
+        too_many *= 2
+    x = np.zeros((too_many, 240), np.float32)
+    with pytest.raises(NetworkDoesNotFit, match="batch .* fits"):
+        trainer.fit(x, np.zeros(too_many, int), epochs=1, batch_size=too_many)
+    with pytest.raises(ValueError, match="exactly net.parameters"):
+        FusedMLP(net, nnlib.optim.SGD(mlp(rt, (240, 128, 3), ("tanh", "softmax"),
+                                          "cross_entropy").parameters()))
+    with pytest.raises(TypeError, match="AdamMini"):
+        FusedMLP(net, nnlib.optim.AdamMini(net.parameters()))
+    with pytest.raises(ValueError, match="local_size"):
+        FusedMLP(net, nnlib.optim.SGD(net.parameters()), local_size=0)
+    conv = nnlib.Sequential([nnlib.Conv1d(4, 1, 2, 3, runtime=rt)], loss="mse")
+    with pytest.raises(TypeError, match="Dense"):
+        FusedMLP(conv, nnlib.optim.SGD(conv.parameters()))
+
+
+def test_non_finite_steps_are_skipped_and_reported(rt, rng):
+    net = mlp(rt, (4, 3, 2), ("tanh", "none"), "mse")
+    opt = nnlib.optim.SGD(net.parameters(), lr=0.1)
+    net.layers[1].weight.set(np.full((2, 3), np.inf, np.float32))
+    before = [p.numpy() for p in net.parameters()]
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    with pytest.raises(FloatingPointError, match="skipped"):
+        FusedMLP(net, opt).fit(x, np.zeros((6, 2), np.float32), epochs=1, batch_size=2)
+    assert opt.skipped_steps == 3
+    for p, value in zip(net.parameters(), before):
+        np.testing.assert_array_equal(p.numpy(), value)
