@@ -374,6 +374,8 @@ want = nnlib.reference.dense_forward(x_check, check.weight.numpy().astype(np.flo
 print("chosen kernel matches the reference, max |error| < 1e-5:",
       bool(np.abs(got - want).max() < 1e-5))
 assert best_s <= max(t for _, t in search_results) and np.isfinite(best_s)
+
+# %% [markdown]
 # ## One launch for a whole training step: kernel fusion
 #
 # At batch 1 the layer-by-layer step above is a dozen launches, and each one costs more than
