@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 
 from ..activations import ACTIVATIONS, activation_code
 from ..launcher import Launcher
@@ -35,7 +34,7 @@ class DenseKernels:
         if variant not in VARIANTS:
             raise ValueError(f"unknown dense variant {variant!r}; choose one of {VARIANTS}")
         self.runtime, self.variant = runtime, variant
-        width = runtime.device.preferred_vector_width_float
+        width = runtime.vector_width
         self.vector = 16 if width >= 16 else 8 if width >= 8 else 4
         opts = (f"-DVW={self.vector}", f"-DNT_I={NT_TILE[0]}",
                 f"-DTN_R={TN_ROWS}", f"-DTN_V={TN_VECTORS}")
@@ -53,7 +52,7 @@ class DenseKernels:
             self._tn_input, self._tn_weight = Launcher(runtime, tn), Launcher(runtime, tn)
             # CPUs run a work-group as one task: 16 work-items of large tiles is plenty;
             # GPUs want at least a few warps.
-            want = 64 if runtime.device.type & cl.device_type.GPU else 16
+            want = 64 if runtime.is_gpu else 16
             self._local_nt = (min(want, runtime.work_group_size(nt)), 1)
             self._local_tn = (min(want, runtime.work_group_size(tn)), 1)
 
