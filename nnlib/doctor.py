@@ -1,8 +1,21 @@
-"""``python -m nnlib.doctor``: list the OpenCL devices and check that one compiles kernels."""
+"""``python -m nnlib.doctor``: list the OpenCL devices and check that one compiles kernels.
+
+``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
+real device that compiles kernels (``make test`` runs the notebooks on each of them too).
+"""
 
 import sys
 
-from .runtime import DeviceNotFoundError, NoPlatformError, devices, get_runtime
+from .runtime import (DeviceNotFoundError, NoPlatformError, can_compile, devices, get_runtime,
+                      is_simulator, platforms)
+
+
+def other_devices() -> list[str]:
+    """``"platform:device"`` indices of the real devices, besides the default, that compile."""
+    default = get_runtime().device
+    return [f"{pi}:{di}" for pi, p in enumerate(platforms())
+            for di, d in enumerate(p.get_devices())
+            if d != default and not is_simulator(d) and can_compile(d)]
 
 
 def main() -> int:
@@ -26,4 +39,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--others"]:
+        print("\n".join(other_devices()))
+        sys.exit(0)
     sys.exit(main())
