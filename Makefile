@@ -5,18 +5,28 @@ PY     := $(VENV)/bin/python
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
           --nbval-cell-timeout 600
 
-.PHONY: workbook test lab setup setup-test doctor unit notebooks notebook exercises site clean
+# Tests that touch no kernel (files, packaging, site, benchmarks' plumbing; Oclgrind sets its
+# own limits): the GPU-profile pass leaves them out.
+HOST_TESTS := tests/test_packaging.py tests/test_site.py tests/test_notebooks_sync.py \
+              tests/test_notebook_outputs.py tests/test_benchmarks.py tests/test_oclgrind.py \
+              tests/test_data.py tests/test_lab.py tests/test_benchmarks_all.py
+
+.PHONY: workbook test lab setup setup-test doctor unit notebooks gpu-profile other-devices \
+        notebook exercises site clean
 
 ## make workbook: set up, then execute every notebook in order into build/workbook/
 workbook: setup doctor
 	$(PY) tools/run_notebooks.py --out build/workbook
 
-## make test: set up with the test extras, then unit tests, nbval and the pairing check
-test: setup-test doctor unit notebooks
+## make test: set up with the test extras, then unit tests and nbval on the default device,
+## both again under the GPU profile (NNLIB_PROFILE=gpu: a GPU's limits, so its code paths run),
+## and nbval on every other device that compiles (e.g. a second PoCL build), all against the
+## same stored outputs
+test: setup-test doctor unit notebooks gpu-profile other-devices
 
-## make lab: open JupyterLab on notebooks/
+## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml)
 lab: setup doctor
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +52,16 @@ unit:
 # NNLIB_TUNE=0: stored outputs are checked with the default kernel parameters (no search)
 notebooks:
 	NNLIB_TUNE=0 $(PY) -m pytest $(NBVAL) notebooks/
+
+gpu-profile:
+	NNLIB_PROFILE=gpu $(PY) -m pytest tests $(HOST_TESTS:%=--ignore=%)
+	NNLIB_PROFILE=gpu $(PY) -m pytest $(NBVAL) notebooks/
+
+other-devices:
+	@for ctx in $$($(PY) -m nnlib.doctor --others); do \
+	  echo "nbval on PYOPENCL_CTX=$$ctx"; \
+	  PYOPENCL_CTX=$$ctx $(PY) -m pytest $(NBVAL) notebooks/ || exit 1; \
+	done
 
 ## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it
 notebook:

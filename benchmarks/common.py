@@ -118,7 +118,9 @@ def print_environment(meta: dict) -> None:
         print(f"  tuned {family}: " + " ".join(f"{k}={v}" for k, v in params.items()))
 
 
-def stored_results(name: str) -> list:
-    """The JSON results of benchmark ``name`` kept in benchmarks/stored/ (``<name>_*.json``,
-    each with its device and date in "meta"), e.g. from a GPU machine."""
-    return [json.loads(p.read_text()) for p in sorted(STORED.glob(f"{name}_*.json"))]
+def stored_results(name: str, folder: Path = STORED) -> list:
+    """Benchmark ``name``'s figures from every file in benchmarks/stored/ (written by
+    ``python -m benchmarks.all --store``, e.g. on a GPU machine) that has them, as
+    ``{"meta": {"device", "driver", "date", ...}, "rows": [...]}``."""
+    found = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]
+    return [{"meta": r["meta"], "rows": r[name]} for r in found if name in r]

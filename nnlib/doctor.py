@@ -1,6 +1,10 @@
 """``python -m nnlib.doctor``: list the OpenCL devices, check that one compiles kernels, and
 when several CPU devices compile (e.g. PoCL from PyPI and Debian's), measure each briefly and
-make the fastest the default (stored beside the tuning results, see nnlib.tuning)."""
+make the fastest the default (stored beside the tuning results, see nnlib.tuning).
+
+``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
+real device that compiles kernels (``make test`` runs the notebooks on each of them too).
+"""
 
 import sys
 import time
@@ -10,7 +14,7 @@ import pyopencl as cl
 
 from . import tuning
 from .runtime import (DeviceNotFoundError, NoPlatformError, Runtime, all_devices,
-                      can_compile, devices, get_runtime, is_simulator)
+                      can_compile, devices, get_runtime, is_simulator, platforms)
 
 # PoCL 3.0 from PyPI cannot be told the CPU model: its library reads no such variable and
 # refuses -target-cpu/-march/-mcpu build options (checked on 3.0-rc2). Debian's PoCL 3.1
@@ -63,6 +67,14 @@ def prefer_fastest_cpu() -> None:
     print(f"nnlib doctor: default CPU device from now on: the fastest, {_name(best)}")
 
 
+def other_devices() -> list[str]:
+    """``"platform:device"`` indices of the real devices, besides the default, that compile."""
+    default = get_runtime().device
+    return [f"{pi}:{di}" for pi, p in enumerate(platforms())
+            for di, d in enumerate(p.get_devices())
+            if d != default and not is_simulator(d) and can_compile(d)]
+
+
 def main() -> int:
     try:
         found = devices()
@@ -87,4 +99,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--others"]:
+        print("\n".join(other_devices()))
+        sys.exit(0)
     sys.exit(main())

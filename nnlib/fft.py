@@ -91,7 +91,9 @@ def _rows_per_group(rt, rows: int) -> int:
 
 
 def _local_mem_size(rt) -> int:
-    return int(getattr(rt, "local_mem_size", None) or rt.device.local_mem_size)
+    """Bytes of local memory a work-group may use (the tests replace it to force the
+    global-memory paths)."""
+    return rt.local_mem_size
 
 
 class _Plan:

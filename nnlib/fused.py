@@ -25,7 +25,7 @@ from .layers.dense import Dense
 from .network import LOSSES, DeviceLoss
 from .optim import SGD, Adam, AdamMini
 
-__all__ = ["FusedMLP", "NetworkDoesNotFit", "local_mem_size"]
+__all__ = ["FusedMLP", "NetworkDoesNotFit"]
 
 TABLE = 8  # ints per layer in the network table (see kernels/fused_mlp.cl)
 RULES = {"sgd": 0, "momentum": 1, "adam": 2}
@@ -34,11 +34,6 @@ DEFAULT_RUN = 4096  # samples per launch at most (a launch is one long kernel)
 
 class NetworkDoesNotFit(ValueError):
     """The network (or the batch) is too wide for one work-group's local memory."""
-
-
-def local_mem_size(rt) -> int:
-    """Bytes of local memory per work-group on the runtime's device."""
-    return int(getattr(rt, "local_mem_size", None) or rt.device.local_mem_size)
 
 
 def _rule(optimizer) -> str:
@@ -125,7 +120,7 @@ class FusedMLP:
     def _table(self, batch: int):
         if batch not in self._tables:
             table, floats = self._layout(batch)
-            limit = local_mem_size(self.runtime)
+            limit = self.runtime.local_mem_size
             if 4 * floats > limit:
                 fits = max((b for b in range(1, batch) if self.local_bytes(b) <= limit),
                            default=0)

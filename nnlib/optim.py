@@ -392,9 +392,7 @@ class AdamMini(Adam):
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
             # there, and the strided loop covers any block. Measured on PoCL: 75 us per step
             # with 16, 620 us with 256.
-            multiple = mini.get_work_group_info(
-                cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
-            group_size = 2 ** int(math.log2(min(2 * multiple, limit)))
+            group_size = 2 ** int(math.log2(min(2 * rt.work_group_multiple, limit)))
         ok = isinstance(group_size, (int, np.integer)) and 1 <= group_size <= limit
         if not ok or group_size & (group_size - 1):
             raise ValueError(f"group_size must be a power of two in [1, {limit}] on this "

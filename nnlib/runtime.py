@@ -4,6 +4,11 @@ One :class:`Runtime` holds a context, a profiling queue and the programs built f
 ``get_runtime()`` returns the default one, created on first use (never at import):
 ``use_device(spec)`` replaces it. Device choice, in order: the argument, ``PYOPENCL_CTX``,
 a GPU, the CPU. The Oclgrind simulator is only used when asked for by name.
+
+Kernels and layers read a device's limits from the runtime (``rt.vector_width``,
+``rt.max_work_group_size``, ``rt.work_group_multiple``, ``rt.local_mem_size``), never from
+the device itself: the profile ``NNLIB_PROFILE=gpu`` makes the runtime report what a typical
+GPU reports, so the code paths a GPU takes run, and are tested, on a CPU.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import re
 import threading
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -252,6 +258,61 @@ def find_device(spec=None) -> cl.Device:
     return hits[0]
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What kernels and layers may assume about the device: the one place they read it."""
+
+    kind: str  # "GPU", "CPU" or "accelerator"
+    vector_width: int  # preferred float vector width, a power of two from 1 to 16
+    max_work_group_size: int
+    work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
+    local_mem_size: int  # bytes of local memory per work-group
+
+
+# NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar
+# float code (the 32-wide warps are the vectors), 1024 work-items per group, warps of 32,
+# 48 KiB of local memory. Sizes are capped by the real device's: every launch stays legal.
+GPU_PROFILE = {"kind": "GPU", "vector_width": 1, "max_work_group_size": 1024,
+               "work_group_multiple": 32, "local_mem_size": 48 * 1024}
+PROFILES = ("device", "gpu")
+
+
+def profile_from_env(value: str | None = None) -> str:
+    """The profile named by ``value`` or, if None, by ``NNLIB_PROFILE`` (unset: "device")."""
+    name = (os.environ.get("NNLIB_PROFILE", "") if value is None else value).strip().lower()
+    if name in ("", "device"):
+        return "device"
+    if name not in PROFILES:
+        raise ValueError(f"unknown nnlib profile {name!r} (NNLIB_PROFILE); choose one of "
+                         f"{PROFILES}: 'gpu' makes a CPU device report a typical GPU's limits")
+    return name
+
+
+def _preferred_multiple(device: cl.Device) -> int:
+    try:  # a device query since OpenCL 3.0; a kernel query before
+        return int(device.preferred_work_group_size_multiple)
+    except (cl.Error, AttributeError):
+        kernel = cl.Kernel(cl.Program(cl.Context([device]), program_source("vector")).build(),
+                           "vector_add")
+        return int(kernel.get_work_group_info(
+            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
+
+
+def device_limits(device: cl.Device, profile: str = "device") -> Limits:
+    """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them."""
+    width = device.preferred_vector_width_float
+    own = Limits(kind=_kind(device),
+                 vector_width=2 ** min(int(math.log2(width)), 4) if width >= 1 else 1,
+                 max_work_group_size=device.max_work_group_size,
+                 work_group_multiple=_preferred_multiple(device),
+                 local_mem_size=device.local_mem_size)
+    if profile_from_env(profile) == "device":
+        return own
+    capped = ("max_work_group_size", "local_mem_size")
+    return replace(own, **{key: min(value, getattr(own, key)) if key in capped else value
+                           for key, value in GPU_PROFILE.items()})
+
+
 def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
@@ -262,15 +323,19 @@ MAX_PROGRAMS = 64
 
 
 class Runtime:
-    """A device with its context, one in-order profiling queue and its built programs."""
+    """A device with its context, one in-order profiling queue and its built programs.
 
-    def __init__(self, device=None):
+    ``profile`` ("device" or "gpu"; None: ``NNLIB_PROFILE``) chooses the limits it reports.
+    """
+
+    def __init__(self, device=None, profile: str | None = None):
+        self.profile = profile_from_env(profile)
         self.device = find_device(device)
+        self.limits = device_limits(self.device, self.profile)
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(
             self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
-        self.max_work_group_size = self.device.max_work_group_size
         # Freed device arrays return their buffers here, so per-step allocations are cheap.
         self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         # (source, options) -> program, least recently used first
@@ -281,7 +346,8 @@ class Runtime:
         self.lock = threading.RLock()
 
     def __repr__(self):
-        return f"Runtime({self.device.platform.name}: {self.device.name.strip()})"
+        gpu = ", GPU profile" if self.profile == "gpu" else ""
+        return f"Runtime({self.device.platform.name}: {self.device.name.strip()}{gpu})"
 
     @property
     def is_simulator(self) -> bool:
@@ -324,16 +390,32 @@ class Runtime:
 
     @property
     def vector_width(self) -> int:
-        """The device's preferred float vector width as a power of two from 1 to 16 (the VW
-        of elementwise kernels): 16 on PoCL with AVX-512, 1 on NVIDIA GPUs."""
-        width = self.device.preferred_vector_width_float
-        return 2 ** min(int(math.log2(width)), 4) if width >= 1 else 1
+        """The preferred float vector width as a power of two from 1 to 16 (the VW of
+        elementwise kernels): 16 on PoCL with AVX-512, 1 on NVIDIA GPUs."""
+        return self.limits.vector_width
+
+    @property
+    def max_work_group_size(self) -> int:
+        return self.limits.max_work_group_size
+
+    @property
+    def work_group_multiple(self) -> int:
+        """Work-group sizes should be multiples of this: 32 on NVIDIA (a warp), 8 on PoCL."""
+        return self.limits.work_group_multiple
+
+    @property
+    def local_mem_size(self) -> int:
+        return self.limits.local_mem_size
+
+    @property
+    def is_gpu(self) -> bool:
+        """A GPU, or a device under the GPU profile."""
+        return self.limits.kind == "GPU"
 
     def work_group_size(self, kernel: cl.Kernel) -> int:
-        """The largest work-group this device runs ``kernel`` with."""
-        return kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device
-        )
+        """The largest work-group this device (and profile) runs ``kernel`` with."""
+        return min(self.max_work_group_size, kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device))
 
     def launch(self, kernel, global_size, local_size, *args, wait_for=None) -> cl.Event:
         """Enqueue ``kernel``; a global size is padded up to a multiple of the local size.
@@ -454,7 +536,7 @@ def check_shape(name: str, got: tuple, want) -> None:
 
 
 _default: Runtime | None = None
-_runtimes: dict = {}  # one runtime per device that use_device chose: asking again reuses it
+_runtimes: dict = {}  # (device, profile) -> its runtime: asking use_device again reuses it
 _default_lock = threading.Lock()
 
 
@@ -464,20 +546,21 @@ def get_runtime() -> Runtime:
     with _default_lock:
         if _default is None:
             _default = Runtime()
-            _runtimes.setdefault(_default.device.int_ptr, _default)
+            _runtimes.setdefault((_default.device.int_ptr, _default.profile), _default)
         return _default
 
 
-def use_device(spec=None) -> Runtime:
-    """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime.
-    Each device gets one runtime, made on its first use and reused after (a context and its
-    programs cost megabytes)."""
+def use_device(spec=None, profile: str | None = None) -> Runtime:
+    """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime
+    (``profile``: see :class:`Runtime`). Each device and profile gets one runtime, made on its
+    first use and reused after (a context and its programs cost megabytes)."""
     global _default
-    device = find_device(spec)
+    device, profile = find_device(spec), profile_from_env(profile)
     with _default_lock:
-        if device.int_ptr not in _runtimes:
-            _runtimes[device.int_ptr] = Runtime(device)
-        _default = _runtimes[device.int_ptr]
+        key = (device.int_ptr, profile)
+        if key not in _runtimes:
+            _runtimes[key] = Runtime(device, profile)
+        _default = _runtimes[key]
         return _default
 
 

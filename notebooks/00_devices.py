@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -25,8 +26,7 @@
 # 2. the devices on *this* machine and the limits that shape every kernel we write;
 # 3. a first kernel, `vector_add`, read, built, run and checked against numpy.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -53,8 +53,7 @@ print(rt)
 # `compiles` says whether the device could build a test kernel: PoCL 3.0 from PyPI does not
 # know CPUs released after 2022, so on such machines nnlib skips it (`make doctor` explains).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for d in nnlib.devices():
     print(f"{d['platform'][:28]:28} | {d['device'][:34]:34} | {d['type']:9} | "
           f"CUs {d['compute_units']:3} | max WG {d['max_work_group_size']:5} | "
@@ -69,11 +68,12 @@ for d in nnlib.devices():
 # exist gives an error that lists those that do:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
 try:
     runtime.find_device("a device we do not have")
 except nnlib.DeviceNotFoundError as err:
-    print(type(err).__name__, "-", str(err)[:120], "...")
+    message, available = str(err).split("; available: ")
+    print(type(err).__name__, "-", message)
+    print("and it lists the devices that exist:", available.startswith("["))
 
 # %% [markdown]
 # ## Work-items and work-groups
@@ -142,9 +142,15 @@ print("matches numpy:", np.array_equal(out, nnlib.reference.vector_add(a, b)))
 # Queues in nnlib record when each kernel started and ended (profiling), so we can time the
 # kernel itself, separately from the copies to and from the device:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(f"kernel time: {runtime.event_ms(event) * 1000:.1f} us for {n} elements")
+
+# %% [markdown]
+# Times differ from device to device and from run to run, so the stored notebook does not
+# compare them; what any device must satisfy is checked instead:
+
+# %%
+assert 0 < runtime.event_ms(event) < 1000, "a kernel over 1000 elements takes microseconds"
 
 # %% [markdown]
 # ## When a kernel does not compile

@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -21,8 +22,7 @@
 # read each kernel, run it, and check it against a numpy reference and against finite
 # differences.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -91,15 +91,24 @@ print(nnlib.source("dense"))
 # device's largest work-group.
 
 # %%
-sizes = [(1, 13, 7), (5, 33, 17), (3, rt.max_work_group_size + 4, 9)]
+big = rt.max_work_group_size + 4  # printed as "big": the number depends on the device
+sizes = [(1, 13, 7), (5, 33, 17), (3, big, 9)]
 for variant in ("seed", "fast"):
     for batch, n_in, n_out in sizes:
         layer = nnlib.Dense(n_in, n_out, activation="tanh", seed=1, variant=variant)
         x = rng.standard_normal((batch, n_in)).astype(np.float32)
         y = layer.forward(x).get()
         want = ref.dense_forward(x, layer.weight.numpy(), layer.bias.numpy(), "tanh")
-        print(f"{variant:4}  batch {batch}  {n_in:5} -> {n_out:2}:  max |error| "
-              f"{np.abs(y - want).max():.1e}  ok={np.allclose(y, want, atol=1e-5)}")
+        width = "big" if n_in == big else n_in
+        print(f"{variant:4}  batch {batch}  {width:>5} -> {n_out:2}:  "
+              f"max |error| < 1e-5: {np.abs(y - want).max() < 1e-5}")
+
+# %% [markdown]
+# The errors themselves are float32 rounding: their size depends on the order in which a
+# device adds the products (vector width, tile), so they differ from device to device. Here:
+
+# %% tags=["nbval-ignore-output"]
+print(f"max |error| of the last layer: {np.abs(y - want).max():.1e}")
 
 # %% [markdown]
 # ## Kernels 2 and 3: the output gradient and the hidden gradient
@@ -152,7 +161,8 @@ for variant in ("seed", "fast"):
         dx_ref, dw_ref, db_ref = ref.dense_backward(x, layer.weight.numpy(), y, dy, "sigmoid")
         ok = all(np.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in
                  [(dx, dx_ref), (layer.weight.grad.get(), dw_ref), (layer.bias.grad.get(), db_ref)])
-        print(f"{variant:4}  batch {batch}  {n_in:5} -> {n_out:2}:  dx, dW, db match numpy: {ok}")
+        width = "big" if n_in == big else n_in
+        print(f"{variant:4}  batch {batch}  {width:>5} -> {n_out:2}:  dx, dW, db match numpy: {ok}")
 
 # %% [markdown]
 # ## Are the formulas right? A finite-difference check
@@ -187,7 +197,7 @@ for i in range(w.shape[0]):
         numeric[i, j] = (up - loss()) / (2 * eps)
         w[i, j] = keep
 kernel_grad = layer.weight.grad.get()
-print(f"max |kernel - finite difference| = {np.abs(kernel_grad - numeric).max():.1e}")
+print(f"max |kernel - finite difference| < 1e-5: {np.abs(kernel_grad - numeric).max() < 1e-5}")
 
 # %%
 plt.figure(figsize=(4.5, 4))
@@ -207,13 +217,20 @@ plt.show()
 # waiting for the device; the loss it returns is read only when you ask for it. A tiny
 # regression problem, fitted with SGD:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 x = rng.uniform(-2, 2, (256, 1)).astype(np.float32)
 t = (np.sin(2 * x) * 0.5 + 0.5).astype(np.float32)
 net = nnlib.Sequential([nnlib.Dense(1, 32, "tanh", seed=4), nnlib.Dense(32, 1, "sigmoid", seed=5)])
 opt = nnlib.optim.SGD(net.parameters(), lr=0.5, momentum=0.9)
 history = net.fit(x, t, opt, epochs=60, batch_size=32, seed=0, progress=False)
 print(f"loss: first epoch {history['loss'][0]:.4f}, last epoch {history['loss'][-1]:.4f}")
+
+# %% [markdown]
+# The losses' last digits depend on the device's float32 rounding; on any correct device the
+# fit ends far below where it started:
+
+# %%
+assert history["loss"][-1] < 0.2 * history["loss"][0] and history["loss"][-1] < 0.01
 
 # %%
 grid = np.linspace(-2, 2, 200, dtype=np.float32)[:, None]

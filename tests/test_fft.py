@@ -188,7 +188,7 @@ def test_real_complex_helpers_and_their_adjoints(rt, rng):
     np.testing.assert_array_equal(blocks, np.concatenate([z.real, z.imag], axis=-1))
     np.testing.assert_array_equal(F.from_re_im(blocks, rt).get(), z)
     # <A x, y>_R == <x, A^T y>_R: real_part is the adjoint of to_complex, from_re_im of re_im
-    inner = lambda a, b: np.sum(np.real(np.conj(a) * b))  # noqa: E731
+    inner = lambda a, b: np.sum(np.real(np.conj(a.astype(complex)) * b))  # noqa: E731 (float64)
     np.testing.assert_allclose(inner(F.to_complex(x, rt).get(), z),
                                inner(x, F.real_part(z, rt).get()), rtol=1e-5)
     r = rng.standard_normal((3, 2 * big)).astype(np.float32)

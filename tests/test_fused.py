@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nnlib
-from nnlib.fused import FusedMLP, NetworkDoesNotFit, local_mem_size
+from nnlib.fused import FusedMLP, NetworkDoesNotFit
 from nnlib.reference.fused import fused_mlp_step
 
 
@@ -100,7 +100,7 @@ def test_networks_that_do_not_fit_are_refused(rt):
     trainer = FusedMLP(net, nnlib.optim.Adam(net.parameters()))
     assert trainer.local_bytes(2) > trainer.local_bytes(1) > 4 * (240 + 128 + 3)
     too_many = 1
-    while trainer.local_bytes(too_many) <= local_mem_size(rt):
+    while trainer.local_bytes(too_many) <= rt.local_mem_size:
         too_many *= 2
     x = np.zeros((too_many, 240), np.float32)
     with pytest.raises(NetworkDoesNotFit, match="batch .* fits"):

@@ -1,10 +1,12 @@
-"""Vector, dense, activation, loss and SGD kernels on a small odd-sized case."""
+"""Vector, dense, activation, loss and SGD kernels on a small odd-sized case, under the
+limits named on the command line (see _limits.py)."""
 
 import numpy as np
+from _limits import oclgrind_runtime
 
 import nnlib
 
-nnlib.use_device("oclgrind")
+rt, config = oclgrind_runtime()
 rng = np.random.default_rng(0)
 x = rng.standard_normal((3, 37))  # 37 inputs: whole vectors and a partial one
 for variant in ("seed", "fast"):
@@ -18,9 +20,9 @@ opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 float(net.train_step(x, np.array([0, 2, 1]), opt))
 mse = nnlib.Sequential([nnlib.Dense(37, 2, "sigmoid")])
 float(mse.train_step(x, rng.random((3, 2)), nnlib.optim.SGD(mse.parameters(), lr=0.1)))
-rt = nnlib.get_runtime()
 a = rt.to_device(rng.standard_normal(37))
 out = rt.empty((37,))
 rt.launch(rt.kernel("vector", "vector_add"), (37,), (8,), a.data, a.data, out.data, np.int32(37))
 rt.queue.finish()
-print("kernels run: vector, dense, activation, loss, optim.sgd_update")
+print(f"kernels run ({config}, VW {rt.vector_width}): vector, dense, activation, loss, "
+      "optim.sgd_update")

@@ -1,12 +1,12 @@
 """FFT kernels (Stockham stages in local and global memory, direct DFT, Bluestein) and the
-real <-> complex helpers."""
+real <-> complex helpers, under the limits named on the command line (see _limits.py)."""
 
 import numpy as np
+from _limits import oclgrind_runtime
 
-import nnlib
 from nnlib import fft
 
-rt = nnlib.use_device("oclgrind")
+rt, config = oclgrind_runtime()
 rng = np.random.default_rng(0)
 kinds = {8: "local", 15: "local", 7: "direct", 70: "bluestein"}
 for n in (8, 15, 7, 70):  # radices 2, 4, 3, 5 in local memory, direct, bluestein
@@ -21,6 +21,6 @@ for n in (16, 30):
 r = fft.re_im(fft.to_complex(rng.standard_normal((3, 5))))
 fft.real_part(fft.from_re_im(r)).get()
 rt.queue.finish()
-print("kernels run: fft_local, fft_stage, fft_radix2_stage, fft_radix4_stage, dft_direct, "
-      "bluestein_*, to_complex, "
+print(f"kernels run ({config}): fft_local, fft_stage, fft_radix2_stage, fft_radix4_stage, "
+      "dft_direct, bluestein_*, to_complex, "
       "real_part, re_im, from_re_im")

@@ -1,0 +1,105 @@
+"""Stored outputs that nbval compares hold on every conforming OpenCL device.
+
+A compared output (a code cell without the tag ``nbval-ignore-output`` or ``nbval-skip``)
+must not show what differs from device to device: a float32 result's low digits, a device
+name, a time or a rate, a loss or a score after training. Measured numbers go into cells
+tagged ``nbval-ignore-output``; a cell whose numbers are float64 host arithmetic on
+deterministic inputs (they repeat on any device) says so with the tag ``host-float64``.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+STEMS = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+IGNORED = {"nbval-ignore-output", "nbval-skip"}
+
+VENDORS = r"pthread-|Portable Computing Language|\bPoCL\b|Oclgrind Simulator|NVIDIA|GeForce|" \
+          r"Radeon|\bEPYC\b|\bXeon\b|Intel\(R\)|Apple M\d"
+RULES = {
+    # 1.9e-07: the size of a float32 rounding error, which differs between devices
+    "a float32 error in scientific notation": re.compile(r"\b\d\.\d+e[-+]?\d+", re.I),
+    # 0.12345: digits below float32's reach once a value went through a kernel
+    "a number with 4 or more decimals": re.compile(r"(?<![\w.])\d+\.\d{4,}"),
+    "a time or a rate": re.compile(
+        r"\b\d+(\.\d+)?\s*(ns|us|µs|ms|s|seconds|GFLOP/s|GB/s)(?![\w])"),
+    "a device or vendor name": re.compile(VENDORS),
+    "a score after training": re.compile(
+        r"\b(loss|accuracy|auc\S*|f1|precision|recall)\b\D{0,25}\d\.\d{2,}", re.I),
+}
+# What float64 host numbers (tag host-float64) may show; the other rules hold there too.
+HOST_RULES = ("a number with 4 or more decimals", "a score after training")
+
+
+def compared_text(cell) -> str:
+    """The text nbval compares for one code cell ('' if the cell's output is not compared)."""
+    if cell.cell_type != "code" or IGNORED & set(cell.metadata.get("tags", [])):
+        return ""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream" and out.name == "stdout":
+            parts.append(out.text)
+        elif out.output_type in ("execute_result", "display_data"):
+            parts.append(out.get("data", {}).get("text/plain", ""))
+        elif out.output_type == "error":
+            parts.append(out.get("evalue", ""))
+    return "\n".join(parts)
+
+
+def problems(nb) -> list[str]:
+    """'cell N: <rule>: <matched text>' for every device-dependent thing in compared outputs."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        text = compared_text(cell)
+        host = "host-float64" in cell.metadata.get("tags", [])
+        for rule, pattern in RULES.items():
+            if host and rule in HOST_RULES:
+                continue
+            for match in pattern.finditer(text):
+                line = text[:match.start()].count("\n")
+                found.append(f"cell {index} ({cell.source.splitlines()[0][:40]!r}): {rule}: "
+                             f"{text.splitlines()[line].strip()[:100]!r}")
+    return found
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_compared_outputs_are_device_independent(stem):
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    found = problems(nb)
+    assert not found, f"{stem}.ipynb: move these outputs into a cell tagged " \
+                      f"nbval-ignore-output (followed by an assertion):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_markers_are_tags_not_comments(stem):
+    """Students do not read nbval's comment markers: they are cell tags."""
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    marked = [i for i, c in enumerate(nb.cells) if re.search(r"#\s*NBVAL_", c.source)]
+    assert not marked, f"{stem}: cells {marked} use '# NBVAL_...' comments; use cell tags"
+
+
+def _cell(source, output, tags=()):
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=output)]
+    return cell
+
+
+@pytest.mark.parametrize("output", [
+    "max |error| 1.9e-07", "loss: first epoch 0.0312, last 0.0012", "kernel time: 12.5 us",
+    "pthread-AMD EPYC 7B13", "dense: 115.0 GFLOP/s", "value 0.12345", "AUC-ROC 0.97"])
+def test_scan_names_the_cell_of_a_device_dependent_output(output):
+    nb = nbformat.v4.new_notebook(cells=[_cell("print(1)", "ok\n"), _cell("print(x)", output)])
+    found = problems(nb)
+    assert found and all(f.startswith("cell 1 ('print(x)')") for f in found)
+
+
+@pytest.mark.parametrize("output,tags", [
+    ("max |error| < 1e-5: True", ()), ("train (3000, 240), test (900, 240)", ()),
+    ("loss 0.0312 after 12.5 ms", ("nbval-ignore-output",)),
+    ("finite difference 0.123456", ("host-float64",)), ("n = 1024: True", ())])
+def test_scan_accepts_device_independent_outputs(output, tags):
+    nb = nbformat.v4.new_notebook(cells=[_cell("print(x)", output, tags)])
+    assert problems(nb) == []

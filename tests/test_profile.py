@@ -1,0 +1,77 @@
+"""The device limits view and NNLIB_PROFILE=gpu: a CPU device that reports a typical GPU's
+limits, so the code paths a GPU takes run (and are checked against numpy) without a GPU."""
+
+import numpy as np
+import pytest
+
+import nnlib
+from nnlib import reference as ref
+from nnlib.runtime import GPU_PROFILE, Runtime, profile_from_env
+
+
+@pytest.fixture(scope="module")
+def gpu(rt):
+    return Runtime(rt.device, profile="gpu")
+
+
+def test_unknown_profile_is_a_clear_error(monkeypatch, rt):
+    monkeypatch.setenv("NNLIB_PROFILE", "tpu")
+    with pytest.raises(ValueError, match="unknown nnlib profile 'tpu'.*'device', 'gpu'"):
+        Runtime(rt.device)
+
+
+def test_profile_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("NNLIB_PROFILE", raising=False)
+    assert profile_from_env() == "device"
+    monkeypatch.setenv("NNLIB_PROFILE", " GPU ")
+    assert profile_from_env() == "gpu"
+    assert profile_from_env("device") == "device"  # an argument wins
+
+
+def test_device_profile_reports_the_device(rt):
+    own = Runtime(rt.device, profile="device")
+    assert own.profile == "device"
+    assert own.max_work_group_size == rt.device.max_work_group_size
+    assert own.local_mem_size == rt.device.local_mem_size
+    assert own.vector_width in (1, 2, 4, 8, 16) and own.work_group_multiple >= 1
+
+
+def test_gpu_profile_reports_a_typical_gpu(gpu, rt):
+    assert gpu.profile == "gpu" and gpu.is_gpu and "GPU profile" in repr(gpu)
+    assert gpu.vector_width == 1 and gpu.work_group_multiple == GPU_PROFILE["work_group_multiple"]
+    assert gpu.max_work_group_size == min(1024, rt.device.max_work_group_size)
+    assert gpu.local_mem_size == min(48 * 1024, rt.device.local_mem_size)
+    kernel = gpu.kernel("vector", "vector_add")
+    assert gpu.work_group_size(kernel) <= gpu.max_work_group_size
+
+
+def test_gpu_profile_dense_path_matches_numpy(gpu, rng):
+    """The GPU path: 4-wide vectors, work-groups of 64, a layer wider than 1024."""
+    n_in = gpu.max_work_group_size + 5
+    layer = nnlib.Dense(n_in, 7, "tanh", seed=1, runtime=gpu)
+    assert layer.kernels.vector == 4 and layer.kernels._local_nt[0] == 64
+    x = rng.standard_normal((3, n_in)).astype(np.float32)
+    dy = rng.standard_normal((3, 7)).astype(np.float32)
+    y = layer.forward(x).get()
+    dx = layer.backward(dy).get()
+    w, b = layer.weight.numpy(), layer.bias.numpy()
+    np.testing.assert_allclose(y, ref.dense_forward(x, w, b, "tanh"), atol=1e-5)
+    dx_ref, dw_ref, db_ref = ref.dense_backward(x, w, y, dy, "tanh")
+    np.testing.assert_allclose(dx, dx_ref, atol=1e-4)
+    np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, atol=1e-4)
+    np.testing.assert_allclose(layer.bias.grad.get(), db_ref, atol=1e-4)
+
+
+def test_gpu_profile_optimizers_match_numpy(gpu, rng):
+    """Scalar update kernels (VW 1) and Adam-mini's reduction in groups of 64."""
+    shape = (2, gpu.max_work_group_size + 3)
+    p = nnlib.Parameter(rng.standard_normal(shape), "weight", block_size=shape[1], runtime=gpu)
+    opt = nnlib.optim.AdamMini([p], lr=0.01)
+    assert opt._vw == 1 and opt.group_size == 2 * GPU_PROFILE["work_group_multiple"]
+    w, m, vb = p.numpy().astype(np.float64), np.zeros(shape), np.zeros(2)
+    for t in range(1, 4):
+        g = rng.standard_normal(shape).astype(np.float32)
+        p.grad.set(g)
+        opt.step()
+        w, m, vb = ref.adam_mini_step(w, g.astype(np.float64), m, vb, t, shape[1], 0.01)
+    np.testing.assert_allclose(p.numpy(), w, atol=1e-5)
