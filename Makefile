@@ -2,17 +2,19 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
-          --nbval-cell-timeout 600
+# nbval with the default kernel parameters (NNLIB_TUNE=0: no search, the same kernels each run)
+NBVAL  := NNLIB_TUNE=0 $(PY) -m pytest --nbval --nbval-current-env \
+          --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-cell-timeout 600
 
 # Tests that touch no kernel (files, packaging, site, benchmarks' plumbing; Oclgrind sets its
 # own limits): the GPU-profile pass leaves them out.
 HOST_TESTS := tests/test_packaging.py tests/test_site.py tests/test_notebooks_sync.py \
               tests/test_notebook_outputs.py tests/test_benchmarks.py tests/test_oclgrind.py \
-              tests/test_data.py tests/test_lab.py tests/test_benchmarks_all.py
+              tests/test_data.py tests/test_lab.py tests/test_benchmarks_all.py \
+              tests/test_browser.py tests/test_fuzz_checkpoint.py
 
 .PHONY: workbook test lab setup setup-test doctor unit notebooks gpu-profile other-devices \
-        notebook exercises site clean
+        notebook exercises browser trust site clean
 
 ## make workbook: set up, then execute every notebook in order into build/workbook/
 workbook: setup doctor
@@ -25,7 +27,7 @@ workbook: setup doctor
 test: setup-test doctor unit notebooks gpu-profile other-devices
 
 ## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml)
-lab: setup doctor
+lab: setup doctor trust
 	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
 $(PY):
@@ -46,21 +48,20 @@ doctor:
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null \
 	  && $(PY) -m nnlib.doctor; }
 
-unit:
+unit: browser
 	$(PY) -m pytest tests
 
-# NNLIB_TUNE=0: stored outputs are checked with the default kernel parameters (no search)
 notebooks:
-	NNLIB_TUNE=0 $(PY) -m pytest $(NBVAL) notebooks/
+	$(NBVAL) notebooks/
 
 gpu-profile:
 	NNLIB_PROFILE=gpu $(PY) -m pytest tests $(HOST_TESTS:%=--ignore=%)
-	NNLIB_PROFILE=gpu $(PY) -m pytest $(NBVAL) notebooks/
+	NNLIB_PROFILE=gpu $(NBVAL) notebooks/
 
 other-devices:
 	@for ctx in $$($(PY) -m nnlib.doctor --others); do \
 	  echo "nbval on PYOPENCL_CTX=$$ctx"; \
-	  PYOPENCL_CTX=$$ctx $(PY) -m pytest $(NBVAL) notebooks/ || exit 1; \
+	  PYOPENCL_CTX=$$ctx $(NBVAL) notebooks/ || exit 1; \
 	done
 
 ## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it
@@ -80,13 +81,10 @@ browser:
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	     apt-get install -y -qq chromium chromium-driver >/dev/null; } \
 	  || echo "no chromedriver and no root to install it: tests/test_browser.py is skipped"
-unit: browser
 
 ## make trust: sign the stored outputs (JupyterLab draws widget panels only in trusted notebooks)
 trust: setup
 	$(VENV)/bin/jupyter trust notebooks/[0-9][0-9]_*.ipynb
-lab: trust
-.PHONY: browser trust
 
 ## make site: the executed workbook as static HTML in build/site/ (from the stored outputs)
 site: setup
