@@ -1,6 +1,6 @@
 """nnlib: a small neural-network library whose every operation is an OpenCL kernel."""
 
-from . import catch, data, fft, optim, reference
+from . import catch, data, fft, fused, optim, reference, tuning
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .layers import ComplexConv1d, Conv1d, Dense, Layer
 from .network import Sequential
@@ -18,8 +18,8 @@ from .runtime import (
 
 __all__ = [
     "Checkpoint", "CheckpointError", "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError",
-    "KernelBuildError", "Layer", "NoPlatformError", "Parameter", "Runtime", "Sequential", "catch", "data", "devices", "fft",
-    "get_runtime", "load_checkpoint", "optim", "reference", "save_checkpoint", "source",
-    "use_device",
+    "KernelBuildError", "Layer", "NoPlatformError", "Parameter", "Runtime", "Sequential",
+    "catch", "data", "devices", "fft", "fused", "get_runtime", "load_checkpoint", "optim",
+    "reference", "save_checkpoint", "source", "tuning", "use_device",
 ]
 __version__ = "0.1.0"
