@@ -223,11 +223,13 @@ def find_device(spec=None) -> cl.Device:
         if not real:
             raise DeviceNotFoundError("only a simulator is installed; ask for it by name")
         rank = {"GPU": 0, "CPU": 1}
-        # Among devices of one kind, the one `make doctor` measured fastest comes first.
         pref = preferred_device() or {}
-        preferred = lambda d: (d.platform.version.strip(), d.name.strip()) == (  # noqa: E731
-            pref.get("platform"), pref.get("device"))
-        for d in sorted(real, key=lambda d: (rank.get(_kind(d), 2), not preferred(d))):
+        wanted = (pref.get("platform"), pref.get("device"))
+
+        def order(d):  # GPUs first; within a kind, the one `make doctor` measured fastest
+            return rank.get(_kind(d), 2), (d.platform.version.strip(), d.name.strip()) != wanted
+
+        for d in sorted(real, key=order):
             if can_compile(d):
                 return d
         raise DeviceNotFoundError(NO_COMPILER_HINT)
