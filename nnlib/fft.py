@@ -31,6 +31,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from . import tuning
 from .layers.base import Layer
 from .reference.fft import is_smooth, radices
 from .runtime import get_runtime
@@ -71,23 +72,35 @@ def _twiddles(n: int) -> np.ndarray:
     return np.exp(-2j * np.pi * np.arange(n) / n).astype(np.complex64)
 
 
-def _local_size(rt, kernel, n: int) -> int:
-    """Work-items of fft_local's work-group. On a GPU one per butterfly of the widest stage
-    (n/2) within the kernel's limit; on a CPU one: PoCL runs a work-group as a loop on one
-    thread, and measured there (2 Zen 3 cores, both PoCLs, n = 96 and 1000) one work-item
-    walking all butterflies beat 4 to 64 by 1.2-2x."""
-    if not rt.device.type & cl.device_type.GPU:
-        return 1
-    return max(1, min(rt.work_group_size(kernel), n // 2))
+def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
+    """(default, candidates) for fft_local's work-group shape at length ``n``: ``LOCAL``
+    work-items per group and ``GROUPS_PER_CU``, the groups per compute unit the rows are
+    split into (0: one row per group).
+
+    On a GPU one row per group, its butterflies spread over the work-items. On a CPU PoCL
+    runs a work-group as a loop on one thread and schedules each as a task (a few µs): with
+    one short row per group that cost exceeded the transform, and measured on 2 Zen 3 cores
+    (both PoCLs, n = 96 and 1000) one work-item walking all butterflies beat 4 to 64 by
+    1.2-2x; those are the defaults, the tuner measures the others."""
+    top = max(1, min(rt.work_group_size(kernel), n // 2))
+    if rt.is_gpu:
+        sizes = sorted({top, min(top, 64), min(top, rt.work_group_multiple)})
+        return {"LOCAL": top, "GROUPS_PER_CU": 0}, [{"LOCAL": s, "GROUPS_PER_CU": 0}
+                                                    for s in sizes]
+    default = {"LOCAL": 1, "GROUPS_PER_CU": 16}
+    others = [{"LOCAL": 1, "GROUPS_PER_CU": g} for g in (4, 64)] + [
+        {"LOCAL": min(top, 8), "GROUPS_PER_CU": 16}]
+    return default, [default, *others]
 
 
-def _rows_per_group(rt, rows: int) -> int:
-    """Rows per work-group of fft_local: one on a GPU; on a CPU enough for about 16 groups
-    per compute unit (PoCL schedules each work-group as a task, a few µs each: with one
-    short row per group that cost exceeded the transform itself)."""
-    if rt.device.type & cl.device_type.GPU:
-        return 1
-    return max(1, -(-rows // (16 * rt.device.max_compute_units)))
+def _measure_local(rt, n: int, params: dict) -> float:
+    """Seconds per forward transform of about 2^18 values in rows of ``n`` with ``params``."""
+    rows = max(1, 2**18 // n)
+    rng = np.random.default_rng(0)
+    x = rt.to_device((rng.standard_normal((rows, n)) + 1j * rng.standard_normal((rows, n))),
+                     dtype=np.complex64)
+    trial = _Plan(rt, n, local_params=params)
+    return tuning.time_launches(lambda: trial.run(x, False, 1.0), rt.queue.finish)
 
 
 def _local_mem_size(rt) -> int:
@@ -99,7 +112,7 @@ def _local_mem_size(rt) -> int:
 class _Plan:
     """How one length is transformed on one runtime, with its tables on the device."""
 
-    def __init__(self, rt, n: int):
+    def __init__(self, rt, n: int, local_params: dict | None = None):
         self.rt, self.n = rt, n
         k = lambda name: rt.kernel("fft", name)  # noqa: E731
         if is_smooth(n):
@@ -113,7 +126,13 @@ class _Plan:
                           else "bluestein")
         if is_smooth(n) and self.kind == "local":
             self.local = k("fft_local")
-            self.local_size = _local_size(rt, self.local, n)
+            if local_params is None:  # tuned per device, one class per power of two of n
+                default, candidates = local_candidates(rt, self.local, n)
+                local_params = tuning.tuned(
+                    rt, "fft.local", f"n{1 << (n - 1).bit_length()}", candidates,
+                    lambda p: _measure_local(rt, n, p), default)
+            self.local_size = local_params["LOCAL"]
+            self.groups_per_cu = local_params["GROUPS_PER_CU"]
             self.table = cla.to_device(rt.queue, np.array(self.radices, np.int32))
         elif is_smooth(n) and self.kind == "pow2":
             self.stages = [(k(f"fft_radix{r}_stage"), r) for r in self.radices]
@@ -148,7 +167,8 @@ class _Plan:
                       np.int32(inverse), np.float32(scale))
         elif self.kind == "local":
             tw = self.tw_inverse if inverse else self.tw
-            per_group = _rows_per_group(rt, rows)
+            spread = self.groups_per_cu * rt.device.max_compute_units
+            per_group = max(1, -(-rows // spread)) if spread else 1
             groups = -(-rows // per_group)
             rt.launch(self.local, (self.local_size, groups), (self.local_size, 1), x.data,
                       out.data, tw.data, self.table.data, np.int32(len(self.radices)),

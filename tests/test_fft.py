@@ -212,3 +212,20 @@ def test_bad_input_gets_clear_errors(rt):
     with pytest.raises(TypeError, match="need"):
         F.to_complex(np.ones(3, np.complex64), rt)
     assert nnlib.fft is F
+
+
+@pytest.mark.parametrize("profile", ["device", "gpu"])
+@pytest.mark.parametrize("n", [15, 24, 96, 1000])
+def test_every_local_candidate_matches_numpy(rt, rng, profile, n):
+    """Whatever work-group shape the tuner picks for fft_local is correct: every candidate,
+    on this device's own limits and under the GPU profile, on batch 1 and an odd batch."""
+    own = nnlib.runtime.Runtime(rt.device, profile=profile)
+    default, candidates = F.local_candidates(own, own.kernel("fft", "fft_local"), n)
+    assert default in candidates
+    for params in candidates:
+        plan = F._Plan(own, n, local_params=params)
+        assert plan.kind == "local"
+        for rows in (1, 37):
+            x = cdata(rng, (rows, n))
+            assert_close(plan.run(own.to_device(x, dtype=np.complex64), False, 1.0).get(),
+                         np.fft.fft(x), 2e-5)
