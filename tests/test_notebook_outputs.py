@@ -14,6 +14,9 @@ import nbformat
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+# A printed kernel (nnlib.source) is the same text on every device: its lines are not results.
+KERNEL_LINES = {line.strip() for path in (NOTEBOOKS.parent / "kernels").glob("*.cl")
+                for line in path.read_text().splitlines() if line.strip()}
 STEMS = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 IGNORED = {"nbval-ignore-output", "nbval-skip"}
 
@@ -59,9 +62,10 @@ def problems(nb) -> list[str]:
             if host and rule in HOST_RULES:
                 continue
             for match in pattern.finditer(text):
-                line = text[:match.start()].count("\n")
-                found.append(f"cell {index} ({cell.source.splitlines()[0][:40]!r}): {rule}: "
-                             f"{text.splitlines()[line].strip()[:100]!r}")
+                line = text.splitlines()[text[:match.start()].count("\n")].strip()
+                if line not in KERNEL_LINES:
+                    found.append(f"cell {index} ({cell.source.splitlines()[0][:40]!r}): "
+                                 f"{rule}: {line[:100]!r}")
     return found
 
 
@@ -99,7 +103,8 @@ def test_scan_names_the_cell_of_a_device_dependent_output(output):
 @pytest.mark.parametrize("output,tags", [
     ("max |error| < 1e-5: True", ()), ("train (3000, 240), test (900, 240)", ()),
     ("loss 0.0312 after 12.5 ms", ("nbval-ignore-output",)),
-    ("finite difference 0.123456", ("host-float64",)), ("n = 1024: True", ())])
+    ("finite difference 0.123456", ("host-float64",)), ("n = 1024: True", ()),
+    ("    const float s3 = 0.866025403784438647f;  // sin(2 pi / 3)", ())])
 def test_scan_accepts_device_independent_outputs(output, tags):
     nb = nbformat.v4.new_notebook(cells=[_cell("print(x)", output, tags)])
     assert problems(nb) == []
