@@ -49,7 +49,9 @@ def test_gpu_profile_dense_path_matches_numpy(gpu, rng):
     """The GPU path: 4-wide vectors, work-groups of 64, a layer wider than 1024."""
     n_in = gpu.max_work_group_size + 5
     layer = nnlib.Dense(n_in, 7, "tanh", seed=1, runtime=gpu)
-    assert layer.kernels.vector == 4 and layer.kernels._local_nt[0] == 64
+    for product in ("forward", "input", "weight"):
+        params = layer.kernels.params(product, 3)
+        assert params["VW"] == 4 and params["LOCAL"] == 64
     x = rng.standard_normal((3, n_in)).astype(np.float32)
     dy = rng.standard_normal((3, 7)).astype(np.float32)
     y = layer.forward(x).get()

@@ -214,13 +214,17 @@ def test_one_optimizer_step(data, name, size, eps):
             want = ref.adam_step(w32, g32, zeros, zeros, 1, lr=0.01, eps=eps,
                                  weight_decay=0.01 if name == "AdamW" else 0.0,
                                  decoupled=name == "AdamW")[0]
-    # With eps = 0, a step whose second moment is 0 in float32 (g = 0, or g^2 below the
-    # smallest float32) is taken as 0, where the float64 reference divides by (nearly) 0.
-    no_step = (eps == 0) & (np.float32(g32) ** 2 == 0) if name != "SGD" else False
+    # With eps = 0 the step is m / sqrt(v). Where v underflows in float32 (g^2 near or below
+    # the smallest normal float32: the kernels flush subnormals to zero) the kernel takes no
+    # step, while the float64 reference divides by (nearly) 0: either is right there.
+    got = p.numpy()
+    assert np.isfinite(got).all()
+    edge = (eps == 0) & (g32 ** 2 < 1e4 * np.finfo(np.float32).tiny) if name != "SGD" else False
     decayed = w32 * (1 - 0.01 * 0.01) if name == "AdamW" else w32
-    want = np.where(no_step, decayed, want)
-    assert np.isfinite(p.numpy()).all()
-    close(p.numpy(), want, 1e-5)
+    with np.errstate(invalid="ignore"):
+        ok = np.isclose(got, want, rtol=1e-5, atol=1e-5) | (
+            edge & np.isclose(got, decayed, rtol=1e-5, atol=1e-5))
+    assert ok.all(), f"differs at {np.flatnonzero(~ok)}: got {got[~ok]}, want {want[~ok]}"
 
 
 @given(st.sampled_from([np.array(["a", "b"]), np.array([None, 1.0], dtype=object),

@@ -39,11 +39,11 @@ def _vector_widths(rt) -> list:
 
 
 def default_params(rt, product: str) -> dict:
-    """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A
-    device that prefers scalars (a GPU) gets work-groups of 64 (a few warps); a CPU runs a
-    work-group as one task, where 16 work-items of large tiles are plenty."""
+    """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
+    (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
+    task, where 16 work-items of large tiles are plenty."""
     vw = max(4, rt.vector_width)
-    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 16 if rt.vector_width > 1 else 64}
+    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
     if product == "forward":
         return {"NT_I": 6, **common}
     return {"TN_R": 6, "TN_V": 4, **common}
@@ -175,8 +175,8 @@ class DenseKernels:
             return self._tn("weight", batch, dz, n_out, 1, x, dw, n_out, n_in, batch,
                             accumulate, rowsum=db)
         if not accumulate:
-            dw.fill(0)
-            db.fill(0)
+            self.runtime.fill(dw, 0)
+            self.runtime.fill(db, 0)
         i32 = np.int32
         self.runtime.launch(self._weight, (n_in, n_out), None, dz.data, x.data, dw.data,
                             i32(batch), i32(n_in), i32(n_out))
