@@ -535,17 +535,21 @@ assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 # or large batches simply do not fit (`FusedMLP` says so and how large a batch would).
 
 # %% tags=["nbval-ignore-output"]
+limit = rt.local_mem_size
+too_many = next(b for b in range(1, 10**6) if fused.local_bytes(b) > limit)
+fits = too_many - 1
 for batch in (1, 8, 64):
     count = 8 * batch if batch > 1 else 64
     layer_b = epoch_ms(lambda: layer_net.fit(x_f[:count], y_f[:count], layer_opt, epochs=1,
                                              batch_size=batch, progress=False))
+    line = f"batch {batch:3d}: layer by layer {1e3 * layer_b / (count // batch):7.0f} µs a step, "
+    if batch > fits:
+        print(line + "fused: does not fit in local memory")
+        continue
     fused_b = epoch_ms(lambda: fused.fit(x_f[:count], y_f[:count], epochs=1,
                                          batch_size=batch))
-    print(f"batch {batch:3d}: layer by layer {1e3 * layer_b / (count // batch):7.0f} µs a step, "
-          f"fused {1e3 * fused_b / (count // batch):7.0f} µs a step: {layer_b / fused_b:5.1f}x")
-limit = rt.local_mem_size
-too_many = next(b for b in range(1, 10**6) if fused.local_bytes(b) > limit)
-fits = too_many - 1
+    print(line + f"fused {1e3 * fused_b / (count // batch):7.0f} µs a step: "
+          f"{layer_b / fused_b:5.1f}x")
 print(f"local memory {limit // 1024} KiB: the classifier fits up to batch {fits} "
       f"({fused.local_bytes(1)} bytes a sample)")
 
