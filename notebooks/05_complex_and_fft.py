@@ -126,10 +126,10 @@ for unit in (1, 1j):  # perturb Re x_i, then Im x_i
     x[i] = keep
 numeric = numeric[0] + 1j * numeric[1]
 ours = ref.conv1d_layer_backward(x, w, bias, r, 1, "tanh")[0][i]
-seed = ref.conv1d_layer_backward(x, w, bias, r, 1, "tanh", conjugate=False)[0][i]
+article = ref.conv1d_layer_backward(x, w, bias, r, 1, "tanh", conjugate=False)[0][i]
 print(f"finite difference     {numeric:.6f}")
 print(f"with conjugates       {ours:.6f}   matches: {abs(ours - numeric) < 1e-6}")
-print(f"seed (no conjugates)  {seed:.6f}   matches: {abs(seed - numeric) < 1e-6}")
+print(f"article (no conjugates) {article:.6f}  matches: {abs(article - numeric) < 1e-6}")
 
 # %% [markdown]
 # ### The Hermitian dot product is a real dot product
