@@ -100,8 +100,10 @@ inline void dot_rows(global const float *w, int n, local const float *a, int row
 // vector T) from their gradient g, the rules of kernels/optim.cl (torch's):
 // SGD  g' = g + wd w; v = mu v + g'; w -= lr (Nesterov: g' + mu v; else v; no momentum: g').
 // Adam w *= 1 - lr wd (AdamW) or g' = g + wd w; m, v moving averages of g', g'^2;
-//      w -= step_size m / (sqrt(v) / sqrt_bc2 + eps).
+//      w -= step_size m / (sqrt(v) / sqrt_bc2 + eps), the step taken as 0 where the
+//      denominator is 0 (eps = 0 and v = 0: a gradient that has been 0 so far), as optim.cl.
 #if RULE == RULE_ADAM
+#define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
 #define UPDATE(name, T, load, store)                                                     \
 inline void name(global float *restrict p, global float *restrict s1,                    \
                  global float *restrict s2, int k, T g, const Hyper *h)                  \
@@ -115,7 +117,7 @@ inline void name(global float *restrict p, global float *restrict s1,           
     T v = h->beta2 * load(0, s2 + k) + (1.0f - h->beta2) * g * g;                        \
     store(m, 0, s1 + k);                                                                 \
     store(v, 0, s2 + k);                                                                 \
-    store(w - h->step_size * m / (sqrt(v) / h->sqrt_bc2 + h->eps), 0, p + k);            \
+    store(w - h->step_size * RATIO(m, sqrt(v) / h->sqrt_bc2 + h->eps), 0, p + k);        \
 }
 #elif RULE == RULE_MOMENTUM
 #define UPDATE(name, T, load, store)                                                     \

@@ -128,3 +128,20 @@ def test_non_finite_steps_are_skipped_and_reported(rt, rng):
     assert opt.skipped_steps == 3
     for p, value in zip(net.parameters(), before):
         np.testing.assert_array_equal(p.numpy(), value)
+
+
+def test_adam_without_eps_leaves_never_moved_weights_like_the_layer_path(rt, rng):
+    """eps = 0 and a gradient that is always 0 (an input that is always 0) make Adam's step
+    0/0: optim.cl takes it as 0, and the fused kernel must too (not NaN)."""
+    x = rng.standard_normal((9, 5)).astype(np.float32)
+    x[:, 2] = 0.0
+    y = rng.standard_normal((9, 2)).astype(np.float32)
+    nets = [mlp(rt, (5, 4, 2), ("tanh", "none"), "mse") for _ in range(2)]
+    opts = [nnlib.optim.Adam(net.parameters(), lr=1e-2, eps=0.0) for net in nets]
+    FusedMLP(nets[0], opts[0]).fit(x, y, epochs=2, batch_size=3, seed=1)
+    nets[1].fit(x, y, opts[1], epochs=2, batch_size=3, seed=1, progress=False)
+    for p, q in zip(nets[0].parameters(), nets[1].parameters()):
+        assert np.isfinite(p.numpy()).all()
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
+    first = nets[0].layers[0].weight
+    np.testing.assert_array_equal(first.numpy()[:, 2], nets[1].layers[0].weight.numpy()[:, 2])
