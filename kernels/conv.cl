@@ -239,6 +239,185 @@ kernel void cconv1d_backward_weight(global const float2 *dz, global const float2
         db[g * filters + f] += sum;
 }
 
+// The register-blocked input gradient for step 1. G_z is first copied by cconv1d_pad_grad into
+// rows of P = length + window - 1 values per (row bv, filter f), in the channels order with
+// window - 1 zeros on both sides: gp[bv, f, j] = G_z[bv, f, j - (window - 1)] (0 outside).
+// Then G_x[bv, i] = sum_f sum_k conj(w[g, f, window - 1 - k]) gp[bv, f, i + k], a correlation
+// like the forward one, summed over the filters: one work-item per (block of CV consecutive
+// inputs i, row bv), one vector load of CV values of gp per (f, k), CF filters at a time in
+// CF separate accumulators (independent multiply-add chains).
+kernel void cconv1d_pad_grad(global const float2 *dz, global float2 *gp, int rows, int length,
+                             int window, int filters, int out_len, int sf, int st)
+{
+    int j = get_global_id(0), f = get_global_id(1), bv = get_global_id(2);
+    int p = length + window - 1, t = j - (window - 1);
+    if (j >= p || f >= filters || bv >= rows)
+        return;
+    gp[((size_t)bv * filters + f) * p + j] = t >= 0 && t < out_len ? dz[OUT(bv, f, t)]
+                                                                    : (float2)(0.0f, 0.0f);
+}
+
+// acc (re, im) += conj(wk) (gre + i gim), with the CV gradients loaded from row pointer gr
+// at offset o: a vector load, or element by element with clamped indices (short rows).
+#define INPUT_TAP(re, im, wk, gr, o)                                                     \
+    {                                                                                    \
+        cvec gre, gim;                                                                   \
+        LOAD_CV(gr, o, gre, gim);                                                        \
+        re += (wk).x * gre + (wk).y * gim;                                               \
+        im += (wk).x * gim - (wk).y * gre;                                               \
+    }
+
+kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const float2 *w,
+                                           global float2 *dx, int rows, int variables,
+                                           int length, int window, int filters, int groups)
+{
+    int i0 = get_global_id(0) * CV, bv = get_global_id(1);
+    if (i0 >= length || bv >= rows)
+        return;
+    int p = length + window - 1;
+    global const float2 *wg = w + (size_t)GROUP(bv % variables) * filters * window;
+    // the last block starts early enough to stay inside the row, as in the forward
+    int start = min(i0, max(length - CV, 0));
+    bool whole = start + CV <= length;
+    global const float *gb = (global const float *)(gp + (size_t)bv * filters * p + start);
+    cvec re[CF], im[CF];
+    for (int j = 0; j < CF; ++j) {
+        re[j] = (cvec)(0.0f);
+        im[j] = (cvec)(0.0f);
+    }
+#define LOAD_CV(gr, o, gre, gim)                                                         \
+    if (whole) {                                                                         \
+        CV_EVEN_ODD((gr) + 2 * (o), gre, gim);                                           \
+    } else {                                                                             \
+        float re_[CV], im_[CV];                                                          \
+        for (int c = 0; c < CV; ++c) {                                                   \
+            int e = min(c + (o), p - 1 - start);                                         \
+            re_[c] = (gr)[2 * e];                                                        \
+            im_[c] = (gr)[2 * e + 1];                                                    \
+        }                                                                                \
+        gre = cvload(0, re_);                                                            \
+        gim = cvload(0, im_);                                                            \
+    }
+    int f = 0;
+    for (; f + CF <= filters; f += CF)
+        for (int k = 0; k < window; ++k)
+            for (int j = 0; j < CF; ++j) {
+                global const float *gr = gb + (size_t)2 * (f + j) * p;
+                INPUT_TAP(re[j], im[j], wg[(f + j) * window + window - 1 - k], gr, k)
+            }
+    for (; f < filters; ++f) {  // the filters left over, in the first accumulator
+        global const float *gr = gb + (size_t)2 * f * p;
+        for (int k = 0; k < window; ++k)
+            INPUT_TAP(re[0], im[0], wg[f * window + window - 1 - k], gr, k)
+    }
+#undef LOAD_CV
+    for (int j = 1; j < CF; ++j) {
+        re[0] += re[j];
+        im[0] += im[j];
+    }
+    float a[CV], b[CV];
+    cvstore(re[0], 0, a);
+    cvstore(im[0], 0, b);
+    for (int c = 0; c < CV; ++c) {
+        int i = start + c;
+        if (i >= i0 && i < length)
+            dx[(size_t)bv * length + i] = (float2)(a[c], b[c]);
+    }
+}
+
+// The register-blocked weight gradient, any step: one work-item per (block of CV consecutive
+// taps k, block of CF filters, group g and chunk c of the group's rows), summing
+//   conj(x[bv, t step + k]) G_z[bv, f, t] over its rows and all t: per t, one vector load of
+// the CV inputs x[t step + k ..] and CF scalar gradients, 4 CF vector multiply-adds. The
+// work-items of the first tap block also sum G_z (the bias gradient). Each chunk writes its
+// sums to part[c, g, f, 0 .. window] (the bias at index window); cconv1d_weight_reduce adds
+// the chunks to dw and db. The last tap block starts early enough to stay inside the window
+// (taps before k0 computed again but not stored); a window shorter than CV uses clamped loads.
+kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global const float2 *x,
+                                            global float2 *part, int rows, int variables,
+                                            int length, int window, int step, int filters,
+                                            int out_len, int groups, int sf, int st,
+                                            int chunks)
+{
+    int k0 = get_global_id(0) * CV, f0 = get_global_id(1) * CF, gc = get_global_id(2);
+    int g = gc / chunks, c = gc % chunks;
+    if (k0 >= window || f0 >= filters || g >= groups)
+        return;
+    // the group's rows are bv = first + m * stride, m < count; this chunk takes m in [lo, hi)
+    int first = groups > 1 ? g : 0, stride = groups > 1 ? variables : 1;
+    int count = groups > 1 ? rows / variables : rows;
+    int lo = (int)((long)c * count / chunks), hi = (int)((long)(c + 1) * count / chunks);
+    int start = min(k0, max(window - CV, 0));
+    bool whole = start + CV <= window;
+    cvec re[CF], im[CF];
+    float2 bsum[CF];
+    int fs[CF];
+    for (int j = 0; j < CF; ++j) {
+        fs[j] = min(f0 + j, filters - 1);
+        re[j] = (cvec)(0.0f);
+        im[j] = (cvec)(0.0f);
+        bsum[j] = (float2)(0.0f, 0.0f);
+    }
+    for (int m = lo; m < hi; ++m) {
+        int bv = first + m * stride;
+        global const float *xr = (global const float *)(x + (size_t)bv * length + start);
+        for (int t = 0; t < out_len; ++t) {
+            cvec xre, xim;
+            if (whole) {
+                CV_EVEN_ODD(xr + (size_t)2 * t * step, xre, xim);
+            } else {
+                float re_[CV], im_[CV];
+                for (int e = 0; e < CV; ++e) {
+                    int i = min(t * step + e, length - 1 - start);
+                    re_[e] = xr[2 * i];
+                    im_[e] = xr[2 * i + 1];
+                }
+                xre = cvload(0, re_);
+                xim = cvload(0, im_);
+            }
+            for (int j = 0; j < CF; ++j) {
+                float2 gz = dz[OUT(bv, fs[j], t)];
+                re[j] += xre * gz.x + xim * gz.y;
+                im[j] += xre * gz.y - xim * gz.x;
+                bsum[j] += gz;
+            }
+        }
+    }
+    for (int j = 0; j < CF && f0 + j < filters; ++j) {
+        global float2 *out = part + (((size_t)c * groups + g) * filters + f0 + j) * (window + 1);
+        float a[CV], b[CV];
+        cvstore(re[j], 0, a);
+        cvstore(im[j], 0, b);
+        for (int e = 0; e < CV; ++e) {
+            int k = start + e;
+            if (k >= k0 && k < window)
+                out[k] = (float2)(a[e], b[e]);
+        }
+        if (k0 == 0)
+            out[window] = bsum[j];
+    }
+}
+
+// One work-item per weight (k, f, g), k == window for the bias: dw (or db) += the sum of the
+// chunks' partial sums.
+kernel void cconv1d_weight_reduce(global const float2 *part, global float2 *dw,
+                                  global float2 *db, int window, int filters, int groups,
+                                  int chunks)
+{
+    int k = get_global_id(0), f = get_global_id(1), g = get_global_id(2);
+    if (k > window || f >= filters || g >= groups)
+        return;
+    size_t size = (size_t)groups * filters * (window + 1);
+    global const float2 *p = part + ((size_t)g * filters + f) * (window + 1) + k;
+    float2 sum = (float2)(0.0f, 0.0f);
+    for (int c = 0; c < chunks; ++c)
+        sum += p[c * size];
+    if (k < window)
+        dw[((size_t)g * filters + f) * window + k] += sum;
+    else
+        db[g * filters + f] += sum;
+}
+
 // One work-item per element: y = act(z), a complex activation of complex.cl.
 kernel void complex_activation_forward(global const float2 *z, global float2 *y, int count,
                                        int act, float modrelu_b)

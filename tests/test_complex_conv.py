@@ -174,14 +174,19 @@ def test_complex_helpers_match_numpy(rt, op):
 
 
 @pytest.mark.parametrize("layout", ["channels", "tokens"])
-def test_blocked_forward_at_every_edge(rt, rng, layout):
-    """Step 1 runs the register-blocked forward: tiles of CV positions x CF filters, with the
-    last position block shifted back inside the row and short rows loaded element-wise."""
+@pytest.mark.parametrize("shared", [False, True])
+def test_blocked_kernels_at_every_edge(rt, rng, layout, shared):
+    """Step 1 runs the register-blocked kernels: the forward's tiles of CV positions x CF
+    filters, the input gradient's CV inputs x CF filters, the weight gradient's CV taps x CF
+    filters over chunks of rows; the last block of each shifted back inside its row (or
+    window), short rows and windows loaded element-wise, filters left over a multiple of CF."""
     from nnlib.layers.conv import forward_tile
     cv, cf = forward_tile(rt)
     for batch, variables, out_len, window, filters in ((1, 1, 1, 3, 1), (2, 3, cv - 1, 4, cf + 1),
                                                        (1, 2, cv + 5, 16, 2 * cf + 3),
-                                                       (3, 1, 3 * cv + 1, 1, cf)):
+                                                       (3, 1, 3 * cv + 1, 1, cf),
+                                                       (5, 2, 2, cv + 3, cf - 1),
+                                                       (1, 1, 2 * cv, 2 * cv + 1, 3)):
         check_against_reference(rt, rng, nnlib.ComplexConv1d, "none",
                                 (batch, variables, out_len + window - 1, window, 1, filters),
-                                False, layout)
+                                shared, layout)

@@ -209,8 +209,13 @@ class ComplexConv1d(_Conv1dBase):
         self._act = [self.runtime.kernel("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
         self._tile = forward_tile(self.runtime)
-        self._blocked = self.runtime.kernel("conv", "cconv1d_forward_blocked",
-                                            (f"-DCV={self._tile[0]}", f"-DCF={self._tile[1]}"))
+        tiled = lambda name: self.runtime.kernel(  # noqa: E731
+            "conv", name, (f"-DCV={self._tile[0]}", f"-DCF={self._tile[1]}"))
+        self._blocked = tiled("cconv1d_forward_blocked")
+        self._pad, self._input_blocked = tiled("cconv1d_pad_grad"), tiled(
+            "cconv1d_backward_input_blocked")
+        self._weight_blocked = tiled("cconv1d_backward_weight_blocked")
+        self._reduce = tiled("cconv1d_weight_reduce")
         self._z = None
 
     def release(self) -> None:
@@ -219,6 +224,42 @@ class ComplexConv1d(_Conv1dBase):
 
     def config(self) -> dict:
         return {**super().config(), "modrelu_b": self.modrelu_b}
+
+    def _chunks(self, rows: int) -> int:
+        """Chunks the weight gradient splits each group's rows into: enough work-items
+        (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy
+        (B32 V8 L1024 W16 F16 on 2 Zen 3 cores: 1 chunk 120 ms, 4-32 chunks 50-75 ms)."""
+        cv, cf = self._tile
+        items = -(-self.window // cv) * -(-self.filters // cf) * self.groups
+        per_group = rows // self.variables if self.groups > 1 else rows
+        want = 512 * self.runtime.device.max_compute_units
+        return max(1, min(per_group, -(-want // items)))
+
+    def _conv_backward(self, dz):
+        """The register-blocked gradients (step 1 for the input gradient, any step for the
+        weights'); accumulates weight.grad and bias.grad, returns G_x."""
+        rt, x, geo = self.runtime, self._x, self._geometry(self._x)
+        rows, length = int(geo[0]), x.shape[2]
+        (cv, cf), w, f = self._tile, self.window, self.filters
+        chunks = self._chunks(rows)
+        part = rt.empty((chunks, self.groups, f, w + 1), np.complex64)
+        rt.launch(self._weight_blocked, (-(-w // cv), -(-f // cf), self.groups * chunks), None,
+                  dz.data, x.data, part.data, *geo, np.int32(chunks))
+        rt.launch(self._reduce, (w + 1, f, self.groups), None, part.data,
+                  self.weight.grad.data, self.bias.grad.data, np.int32(w), np.int32(f),
+                  np.int32(self.groups), np.int32(chunks))
+        if self.step != 1:
+            dx = rt.empty(x.shape, self.dtype)
+            rt.launch(self._input, (length, rows), None, dz.data, self.weight.value.data,
+                      dx.data, *geo)
+            return dx
+        padded = rt.empty((rows, f, length + w - 1), np.complex64)
+        rt.launch(self._pad, (length + w - 1, f, rows), None, dz.data, padded.data, geo[0],
+                  geo[2], geo[3], geo[5], geo[6], geo[8], geo[9])
+        dx = rt.empty(x.shape, self.dtype)
+        rt.launch(self._input_blocked, (-(-length // cv), rows), None, padded.data,
+                  self.weight.value.data, dx.data, *geo[:4], geo[5], geo[7])
+        return dx
 
     def complex_weight(self) -> np.ndarray:
         """The weights as a complex128 numpy array (groups, filters, window)."""
