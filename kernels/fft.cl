@@ -1,8 +1,10 @@
 // The discrete Fourier transform X_k = scale * sum_j x_j exp(-+2 pi i jk / n) of every row of a
 // (rows, n) float2 array; `inverse` flips the sign of the exponent. nnlib/fft.py picks:
 //   n = 2^a 3^b 5^c, two rows fit in local memory
-//                     -> fft_local: one work-group per row runs every Stockham stage (radix
-//                        2, 4, 3 and 5) between two local buffers, one launch in all;
+//                     -> every Stockham stage (radix 2, 4, 3 and 5) between two local
+//                        buffers, one launch in all: fft_local (a GPU: the work-items of a
+//                        group share a row's butterflies) or fft_rows (a CPU: a work-item
+//                        transforms several rows at once, one per pair of SIMD lanes);
 //   longer such n     -> Stockham stages in global memory, ping-pong between two buffers, one
 //                        launch per stage: fft_radix4_stage (preceded by one
 //                        fft_radix2_stage when log2(n) is odd) for powers of two, fft_stage
@@ -83,48 +85,96 @@ kernel void fft_radix4_stage(global const float2 *src, global float2 *dst,
 //                                 host, for an inverse transform)
 // and writes dst[r j - (r-1) k + q' p] = sum_q a_q exp(-+2 pi i q q' / r), the r-point DFT.
 // The r-point DFTs below work in place on a[0 .. r-1]; sgn is 1 forward, -1 inverse, and
-// ROT(z) = -+i z. Each radix has its own function and its own copy of the stage loop
+// rot(z, sgn) = -+i z. Each radix has its own function and its own copy of the stage loop
 // (STAGE), so that r is a constant there: the loops over q unroll and a[] stays in registers.
-#define ROT(z) (sgn * (float2)((z).y, -(z).x))
+// They are written once for any complex type T (DFTS(T)): float2, and rowsv of fft_rows below
+// (several rows' values, interleaved (re, im) pairs), where rot swaps each pair.
+#ifndef VR
+#define VR 8
+#endif
+#define ALT2 -1.0f, 1.0f
+#define ALT4 ALT2, ALT2
+#define ALT8 ALT4, ALT4
+// GATHER(in, i): element i of the rows in[0 .. VR-1] as one rowsv; SCATTER(out, i, v) the
+// reverse (plain loads, stores and swizzles: PyPI's PoCL calls vloadN/vstoreN, slowly).
+#define G2(in, i, r) (in)[r][i], (in)[(r) + 1][i]
+#if VR == 2
+typedef float4 rowsv;
+#define SWAP_PAIRS(z) ((z).s1032)
+#define PAIR_SIGNS ((rowsv)(ALT4))
+#define GATHER(in, i) ((rowsv)(G2(in, i, 0)))
+#define SCATTER(out, i, v) { rowsv v_ = (v); (out)[0][i] = v_.s01; (out)[1][i] = v_.s23; }
+#elif VR == 4
+typedef float8 rowsv;
+#define SWAP_PAIRS(z) ((z).s10325476)
+#define PAIR_SIGNS ((rowsv)(ALT8))
+#define GATHER(in, i) ((rowsv)(G2(in, i, 0), G2(in, i, 2)))
+#define SCATTER(out, i, v) { rowsv v_ = (v); (out)[0][i] = v_.s01; (out)[1][i] = v_.s23;   \
+                             (out)[2][i] = v_.s45; (out)[3][i] = v_.s67; }
+#else
+typedef float16 rowsv;
+#define SWAP_PAIRS(z) ((z).s1032547698badcfe)
+#define PAIR_SIGNS ((rowsv)(ALT8, ALT8))
+#define GATHER(in, i) ((rowsv)(G2(in, i, 0), G2(in, i, 2), G2(in, i, 4), G2(in, i, 6)))
+#define SCATTER(out, i, v) { rowsv v_ = (v); (out)[0][i] = v_.s01; (out)[1][i] = v_.s23;   \
+                             (out)[2][i] = v_.s45; (out)[3][i] = v_.s67;                 \
+                             (out)[4][i] = v_.s89; (out)[5][i] = v_.sab;                 \
+                             (out)[6][i] = v_.scd; (out)[7][i] = v_.sef; }
+#endif
+#define OVL __attribute__((overloadable))
 
-inline void dft2(float2 *a, float sgn)
-{
-    float2 t = a[0] - a[1];
-    a[0] += a[1];
-    a[1] = t;
-}
+inline float2 OVL rot(float2 z, float sgn) { return sgn * (float2)(z.y, -z.x); }
 
-inline void dft3(float2 *a, float sgn)
-{
-    const float s3 = 0.866025403784438647f;  // sin(2 pi / 3)
-    float2 t = a[1] + a[2], d = s3 * (a[1] - a[2]), m = a[0] - 0.5f * t;
-    a[0] += t;
-    a[1] = m + ROT(d);
-    a[2] = m - ROT(d);
-}
+// i z of each pair: (re, im) -> (-im, re)
+inline rowsv times_i(rowsv z) { return SWAP_PAIRS(z) * PAIR_SIGNS; }
 
-inline void dft4(float2 *a, float sgn)
-{
-    float2 s02 = a[0] + a[2], d02 = a[0] - a[2], s13 = a[1] + a[3], d13 = a[1] - a[3];
-    a[0] = s02 + s13;
-    a[1] = d02 + ROT(d13);
-    a[2] = s02 - s13;
-    a[3] = d02 - ROT(d13);
-}
+inline rowsv OVL rot(rowsv z, float sgn) { return -sgn * times_i(z); }
 
-inline void dft5(float2 *a, float sgn)
-{
-    const float c1 = 0.309016994374947424f, c2 = -0.809016994374947424f;  // cos 2pi/5, 4pi/5
-    const float s1 = 0.951056516295153572f, s2 = 0.587785252292473129f;   // sin 2pi/5, 4pi/5
-    float2 t1 = a[1] + a[4], t2 = a[2] + a[3], d1 = a[1] - a[4], d2 = a[2] - a[3];
-    float2 m1 = a[0] + c1 * t1 + c2 * t2, m2 = a[0] + c2 * t1 + c1 * t2;
-    float2 r1 = ROT(s1 * d1 + s2 * d2), r2 = ROT(s2 * d1 - s1 * d2);
-    a[0] += t1 + t2;
-    a[1] = m1 + r1;
-    a[4] = m1 - r1;
-    a[2] = m2 + r2;
-    a[3] = m2 - r2;
+// each pair (row) times the same complex w
+inline rowsv cmul_rows(rowsv z, float2 w) { return z * w.x + times_i(z) * w.y; }
+
+// (c1, c2 = cos 2pi/5, cos 4pi/5; s1, s2 the sines)
+#define DFTS(T)                                                                          \
+inline void OVL dft2(T *a, float sgn)                                                    \
+{                                                                                        \
+    T t = a[0] - a[1];                                                                   \
+    a[0] += a[1];                                                                        \
+    a[1] = t;                                                                            \
+}                                                                                        \
+                                                                                         \
+inline void OVL dft3(T *a, float sgn)                                                    \
+{                                                                                        \
+    const float s3 = 0.866025403784438647f; /* sin(2 pi / 3) */                          \
+    T t = a[1] + a[2], d = s3 * (a[1] - a[2]), m = a[0] - 0.5f * t;                      \
+    a[0] += t;                                                                           \
+    a[1] = m + rot(d, sgn);                                                              \
+    a[2] = m - rot(d, sgn);                                                              \
+}                                                                                        \
+                                                                                         \
+inline void OVL dft4(T *a, float sgn)                                                    \
+{                                                                                        \
+    T s02 = a[0] + a[2], d02 = a[0] - a[2], s13 = a[1] + a[3], d13 = a[1] - a[3];        \
+    a[0] = s02 + s13;                                                                    \
+    a[1] = d02 + rot(d13, sgn);                                                          \
+    a[2] = s02 - s13;                                                                    \
+    a[3] = d02 - rot(d13, sgn);                                                          \
+}                                                                                        \
+                                                                                         \
+inline void OVL dft5(T *a, float sgn)                                                    \
+{                                                                                        \
+    const float c1 = 0.309016994374947424f, c2 = -0.809016994374947424f; /* cos */       \
+    const float s1 = 0.951056516295153572f, s2 = 0.587785252292473129f; /* sin */        \
+    T t1 = a[1] + a[4], t2 = a[2] + a[3], d1 = a[1] - a[4], d2 = a[2] - a[3];            \
+    T m1 = a[0] + c1 * t1 + c2 * t2, m2 = a[0] + c2 * t1 + c1 * t2;                      \
+    T r1 = rot(s1 * d1 + s2 * d2, sgn), r2 = rot(s2 * d1 - s1 * d2, sgn);                \
+    a[0] += t1 + t2;                                                                     \
+    a[1] = m1 + r1;                                                                      \
+    a[4] = m1 - r1;                                                                      \
+    a[2] = m2 + r2;                                                                      \
+    a[3] = m2 - r2;                                                                      \
 }
+DFTS(float2)
+DFTS(rowsv)
 
 // Butterflies j = first, first + step, ... < n/R of one radix-R stage from x to y, the
 // outputs times `scale`.
@@ -196,6 +246,71 @@ kernel void fft_local(global const float2 *src, global float2 *dst, global const
         for (int i = lid; i < n; i += size)
             out[i] = x[i] * out_scale;
         barrier(CLK_LOCAL_MEM_FENCE);  // the next row overwrites the buffers
+    }
+}
+
+// One radix-R stage of fft_rows from x to y: the butterflies j = jj + k (k = j mod p) taken
+// k by k, so that the R - 1 twiddles are loaded once per k and no index needs a division.
+#define ROWS_STAGE(R)                                                                    \
+    for (int k = 0, s = n / ((R) * p); k < p; ++k) {                                     \
+        float2 w[R];                                                                     \
+        for (int q = 1; q < (R); ++q)                                                    \
+            w[q] = tw[q * k * s];                                                        \
+        for (int jj = 0; jj < n / (R); jj += p) {                                        \
+            rowsv a[R];                                                                  \
+            a[0] = x[jj + k];                                                            \
+            for (int q = 1; q < (R); ++q)                                                \
+                a[q] = cmul_rows(x[jj + k + q * (n / (R))], w[q]);                       \
+            dft##R(a, sgn);                                                              \
+            for (int q = 0; q < (R); ++q)                                                \
+                y[(R) * jj + k + q * p] = a[q];                                          \
+        }                                                                                \
+    }
+
+// The CPU's variant of fft_local: each work-item transforms VR rows at once, element i of the
+// VR rows held in one rowsv (row r in the pair of lanes 2r, 2r + 1), so that every butterfly
+// is VR butterflies in SIMD lanes with the same twiddles. Work-groups of one work-item, each
+// taking `per_group` consecutive blocks of VR rows (PoCL pays a task per work-group); every
+// Stockham stage of a block runs between two local buffers of n rowsv. Rows past the last are
+// read clamped and never stored.
+kernel void fft_rows(global const float2 *src, global float2 *dst, global const float2 *tw,
+                     global const int *radices, int stages, int rows, int n, int per_group,
+                     int inverse, float out_scale, local rowsv *buf)
+{
+    const float sgn = inverse ? -1.0f : 1.0f;
+    int blocks = (rows + VR - 1) / VR;
+    int first = get_group_id(0) * per_group, last = min(first + per_group, blocks);
+    for (int b = first; b < last; ++b) {
+        local rowsv *x = buf, *y = buf + n;
+        global const float2 *in[VR];  // the block's rows, the last one repeated past the end
+        global float2 *out[VR];
+        for (int r = 0; r < VR; ++r) {
+            size_t row = min(b * VR + r, rows - 1);
+            in[r] = src + row * n;
+            out[r] = dst + row * n;
+        }
+        for (int i = 0; i < n; ++i)
+            x[i] = GATHER(in, i);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int p = 1;
+        for (int st = 0; st < stages; ++st) {
+            int r = radices[st];
+            switch (r) {
+            case 2: ROWS_STAGE(2) break;
+            case 3: ROWS_STAGE(3) break;
+            case 4: ROWS_STAGE(4) break;
+            default: ROWS_STAGE(5) break;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            local rowsv *t = x;
+            x = y;
+            y = t;
+            p *= r;
+        }
+        // a repeated row is written again with the same values, after the real one
+        for (int i = 0; i < n; ++i)
+            SCATTER(out, i, x[i] * out_scale);
+        barrier(CLK_LOCAL_MEM_FENCE);  // the next block overwrites the buffers
     }
 }
 

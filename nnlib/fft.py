@@ -5,7 +5,8 @@
     layer = nnlib.fft.FFT(inverse=False, norm="backward")   # forward / backward, as a layer
 
 Any length n. Lengths 2^a 3^b 5^c run Stockham stages of radix 2, 4, 3 and 5: all of them in
-one launch, a work-group per row in local memory ("local"), when two rows fit there; one
+one launch in local memory ("local": on a GPU a work-group per row, on a CPU a work-item per
+few rows, their values side by side in SIMD lanes), when two rows fit there; one
 launch per stage in global memory otherwise ("pow2": radix-4/2 stages, "mixed"). Other lengths
 use a direct DFT up to ``DIRECT_MAX`` and Bluestein above. ``norm`` has numpy's meaning
 ("backward": no scaling on the forward transform, 1/n on the inverse; "ortho": 1/sqrt(n) on
@@ -73,24 +74,31 @@ def _twiddles(n: int) -> np.ndarray:
 
 
 def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
-    """(default, candidates) for fft_local's work-group shape at length ``n``: ``LOCAL``
-    work-items per group and ``GROUPS_PER_CU``, the groups per compute unit the rows are
-    split into (0: one row per group).
+    """(default, candidates) for the one-launch transform of length ``n`` in local memory:
+    ``VR`` 0 runs fft_local with ``LOCAL`` work-items per group sharing each row's
+    butterflies; ``VR`` 2, 4 or 8 runs fft_rows, a work-item transforming VR rows at once in
+    SIMD lanes (``LOCAL`` 1). ``GROUPS_PER_CU``: the work-groups per compute unit the rows
+    are split into (0: one row per group).
 
-    On a GPU one row per group, its butterflies spread over the work-items. On a CPU PoCL
-    runs a work-group as a loop on one thread and schedules each as a task (a few µs): with
-    one short row per group that cost exceeded the transform, and measured on 2 Zen 3 cores
-    (both PoCLs, n = 96 and 1000) one work-item walking all butterflies beat 4 to 64 by
-    1.2-2x; those are the defaults, the tuner measures the others."""
+    On a GPU, fft_local with one row per group, its butterflies spread over the work-items.
+    On a CPU PoCL runs a work-group as a loop on one thread and schedules each as a task (a
+    few µs): fft_local with one short row per group paid that cost more than the transform,
+    and one work-item walking all butterflies beat 4 to 64 by 1.2-2x (2 Zen 3 cores, both
+    PoCLs, n = 96 and 1000); fft_rows, VR rows per work-item, was 2.5-4x faster again (VR 8
+    best, then 4; VR = the device's float vector width is the default), the tuner measures
+    the others."""
     top = max(1, min(rt.work_group_size(kernel), n // 2))
     if rt.is_gpu:
         sizes = sorted({top, min(top, 64), min(top, rt.work_group_multiple)})
-        return {"LOCAL": top, "GROUPS_PER_CU": 0}, [{"LOCAL": s, "GROUPS_PER_CU": 0}
-                                                    for s in sizes]
-    default = {"LOCAL": 1, "GROUPS_PER_CU": 16}
-    others = [{"LOCAL": 1, "GROUPS_PER_CU": g} for g in (4, 64)] + [
-        {"LOCAL": min(top, 8), "GROUPS_PER_CU": 16}]
-    return default, [default, *others]
+        return ({"VR": 0, "LOCAL": top, "GROUPS_PER_CU": 0},
+                [{"VR": 0, "LOCAL": s, "GROUPS_PER_CU": 0} for s in sizes])
+    rows = [{"VR": vr, "LOCAL": 1, "GROUPS_PER_CU": g}
+            for vr in dict.fromkeys((min(max(rt.vector_width, 2), 8), 8, 4, 2))
+            for g in (16, 4) if 2 * 8 * n * vr <= _local_mem_size(rt)]
+    items = [{"VR": 0, "LOCAL": 1, "GROUPS_PER_CU": g} for g in (16, 4, 64)] + [
+        {"VR": 0, "LOCAL": min(top, 8), "GROUPS_PER_CU": 16}]
+    candidates = rows + items
+    return candidates[0], candidates
 
 
 def _measure_local(rt, n: int, params: dict) -> float:
@@ -125,12 +133,14 @@ class _Plan:
         self.algorithm = ("stockham" if is_smooth(n) else "direct" if n <= DIRECT_MAX
                           else "bluestein")
         if is_smooth(n) and self.kind == "local":
-            self.local = k("fft_local")
             if local_params is None:  # tuned per device, one class per power of two of n
-                default, candidates = local_candidates(rt, self.local, n)
+                default, candidates = local_candidates(rt, k("fft_local"), n)
                 local_params = tuning.tuned(
                     rt, "fft.local", f"n{1 << (n - 1).bit_length()}", candidates,
                     lambda p: _measure_local(rt, n, p), default)
+            self.vr = local_params["VR"]
+            self.local = (rt.kernel("fft", "fft_rows", (f"-DVR={self.vr}",)) if self.vr
+                          else k("fft_local"))
             self.local_size = local_params["LOCAL"]
             self.groups_per_cu = local_params["GROUPS_PER_CU"]
             self.table = cla.to_device(rt.queue, np.array(self.radices, np.int32))
@@ -167,13 +177,16 @@ class _Plan:
                       np.int32(inverse), np.float32(scale))
         elif self.kind == "local":
             tw = self.tw_inverse if inverse else self.tw
+            blocks = -(-rows // max(self.vr, 1))  # fft_rows: blocks of VR rows
             spread = self.groups_per_cu * rt.device.max_compute_units
-            per_group = max(1, -(-rows // spread)) if spread else 1
-            groups = -(-rows // per_group)
-            rt.launch(self.local, (self.local_size, groups), (self.local_size, 1), x.data,
-                      out.data, tw.data, self.table.data, np.int32(len(self.radices)),
-                      *args, np.int32(per_group), np.int32(inverse), np.float32(scale),
-                      cl.LocalMemory(2 * 8 * n))
+            per_group = max(1, -(-blocks // spread)) if spread else 1
+            groups = -(-blocks // per_group)
+            size = self.local_size
+            rt.launch(self.local, (size, groups) if not self.vr else (groups,),
+                      (size, 1) if not self.vr else (1,), x.data, out.data, tw.data,
+                      self.table.data, np.int32(len(self.radices)), *args,
+                      np.int32(per_group), np.int32(inverse), np.float32(scale),
+                      cl.LocalMemory(2 * 8 * n * max(self.vr, 1)))
         elif self.kind in ("pow2", "mixed"):
             count = len(self.stages)
             spare = rt.empty(x.shape, np.complex64)

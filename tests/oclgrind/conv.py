@@ -1,4 +1,5 @@
-"""Conv1d and ComplexConv1d kernels (every activation path) and complex_ops on small odd cases."""
+"""Conv1d and ComplexConv1d kernels (every activation path, the register-blocked ones of step
+1) and complex_ops on small odd cases."""
 
 import numpy as np
 
@@ -14,6 +15,9 @@ for shared, layout in ((False, "channels"), (True, "tokens")):
     for act in ("none", "tanh", "split_sigmoid", "modrelu"):
         layer = nnlib.ComplexConv1d(4, 3, 2, 3, activation=act, shared=shared, layout=layout)
         layer.backward(layer.forward(z.astype(np.complex64)).get())
+for window, filters, shared in ((6, 5, False), (3, 2, True)):  # step 1: the blocked kernels
+    layer = nnlib.ComplexConv1d(window, 1, filters, 3, shared=shared, layout="tokens")
+    layer.backward(layer.forward(z.astype(np.complex64)).get())
 a = rt.to_device(z[0].astype(np.complex64), dtype=np.complex64)
 out = rt.empty(a.shape, np.complex64)
 for op in range(7):
