@@ -3,7 +3,8 @@
     .venv/bin/python -m benchmarks.complex [--repeat 7] [--quick]
 
 Times are wall-clock medians of (enqueue everything, wait for the queue) on data already on
-the device, and of the numpy call on host arrays, complex64 both. FLOPs counted: 8 per
+the device, and of the numpy call on host arrays, complex64 both, the two taken in turns so
+that a busy moment of a shared machine falls on both; "ratio" is numpy's time / the device's. FLOPs counted: 8 per
 complex multiply-add (conv), 5 n log2 n per row (the usual FFT figure, also for lengths that
 are not powers of two). Prints a table and writes build/bench/complex.json.
 """
@@ -11,6 +12,7 @@ are not powers of two). Prints a table and writes build/bench/complex.json.
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,19 @@ def on_device(rt, fn):
         fn()
         rt.queue.finish()
     return run
+
+
+def paired_medians(device, reference, repeat):
+    """Median seconds of ``device()`` and of ``reference()``, timed in turns after warm-up."""
+    median_s(device, 1)
+    median_s(reference, 1)
+    times = ([], [])
+    for _ in range(repeat):
+        for fn, out in zip((device, reference), times):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return float(np.median(times[0])), float(np.median(times[1]))
 
 
 def numpy_conv(x, w, b, step):
@@ -70,10 +85,10 @@ def bench_conv(rt, rng, repeat, batch, variables, length, window, filters):
                                atol=1e-3 * np.abs(gw_ref).max())
     flops = 8.0 * batch * variables * filters * y.shape[2] * window
     size = f"B{batch} V{variables} L{length} W{window} F{filters}"
-    fwd = median_s(on_device(rt, lambda: layer.forward(xd)), repeat)
-    bwd = median_s(on_device(rt, lambda: layer.backward(gy)), repeat)
-    ref = median_s(lambda: numpy_conv(x, w, b, 1), repeat)
-    ref_bwd = median_s(lambda: numpy_conv_backward(x, w, gz), repeat)
+    fwd, ref = paired_medians(on_device(rt, lambda: layer.forward(xd)),
+                              lambda: numpy_conv(x, w, b, 1), repeat)
+    bwd, ref_bwd = paired_medians(on_device(rt, lambda: layer.backward(gy)),
+                                  lambda: numpy_conv_backward(x, w, gz), repeat)
     return [("complex conv forward", size, flops, fwd, ref),
             ("complex conv backward (input + weight)", size, 2 * flops, bwd, ref_bwd)]
 
@@ -85,8 +100,8 @@ def bench_fft(rt, rng, repeat, rows, n):
     np.testing.assert_allclose(fft.fft(xd, runtime=rt).get(), np.fft.fft(x), rtol=0,
                                atol=1e-4 * np.abs(np.fft.fft(x)).max())
     flops = 5.0 * rows * n * np.log2(n)
-    dev = median_s(on_device(rt, lambda: fft.fft(xd, runtime=rt)), repeat)
-    ref = median_s(lambda: np.fft.fft(x), repeat)
+    dev, ref = paired_medians(on_device(rt, lambda: fft.fft(xd, runtime=rt)),
+                              lambda: np.fft.fft(x), repeat)
     return [(f"fft ({fft.plan(rt, n).kind})", f"{rows} rows x n={n}", flops, dev, ref)]
 
 
@@ -105,10 +120,11 @@ def main():
     print(f"device: {rt}; numpy {np.__version__}, OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
     print(f"{'operation':40s} {'size':28s} {'device ms':>10s} {'GFLOP/s':>8s} "
-          f"{'numpy ms':>9s} {'GFLOP/s':>8s}")
+          f"{'numpy ms':>9s} {'GFLOP/s':>8s} {'ratio':>6s}")
     results = []
     for name, size, flops, dev, ref in rows:
-        ref_txt = f"{ref * 1e3:9.2f} {flops / ref * 1e-9:8.2f}" if ref else f"{'-':>9s} {'-':>8s}"
+        ref_txt = (f"{ref * 1e3:9.2f} {flops / ref * 1e-9:8.2f} {ref / dev:6.2f}" if ref
+                   else f"{'-':>9s} {'-':>8s} {'-':>6s}")
         print(f"{name:40s} {size:28s} {dev * 1e3:10.2f} {flops / dev * 1e-9:8.2f} {ref_txt}")
         results.append({"operation": name, "size": size, "flops": flops, "device_s": dev,
                         "device_gflops": flops / dev * 1e-9, "numpy_s": ref,

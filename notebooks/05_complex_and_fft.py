@@ -179,7 +179,13 @@ print(inspect.getsource(ref.conv1d_backward))
 # group and positions. In the kernels each gradient element belongs to one work-item, so no
 # two work-items ever write the same place (the article's hidden-gradient kernel had every
 # variable's work-items overwrite one slot). The complex kernels are the real ones with
-# `cmul` in the forward pass and `cmulconj` (the conjugate) in both backward ones:
+# `cmul` in the forward pass and `cmulconj` (the conjugate) in both backward ones. For step 1
+# the complex layer runs register-blocked versions (the dense layer's lesson on `float2`):
+# a work-item keeps a tile of outputs (consecutive positions, inputs or taps, times a few
+# filters) in vector accumulators, real and imaginary parts apart, and loads each input once
+# per tile; the input gradient reads a zero-padded copy of $G_z$ so that its loads never
+# leave the row, and the weight gradient splits its long sum over rows into chunks whose
+# partial sums a second small kernel adds:
 
 # %%
 print(nnlib.source("conv"))
@@ -281,8 +287,11 @@ plt.show()
 # $r$-point DFT. The kernels have radix 3 and radix 5 butterflies besides 2 and 4, so every
 # length $n = 2^a 3^b 5^c$ (24, 96, 1000, ...) is a chain of stages (`ref.radices(96)` is
 # `[2, 4, 4, 3]`). When two rows fit in the device's local memory, **one** launch runs every
-# stage: one work-group per row copies it into local memory, walks the stages with a barrier
-# between them and writes the result once (`fft_local`); longer rows take one launch per
+# stage: the rows are copied into local memory, the stages walked with a barrier between them
+# and the result written once. On a GPU one work-group takes a row and its work-items share
+# the butterflies (`fft_local`); on a CPU one work-item takes several rows at once, element
+# $i$ of each row side by side in one vector, so that every butterfly runs on all of them in
+# SIMD lanes with the same twiddle factors (`fft_rows`). Longer rows take one launch per
 # stage through global memory. A short row of another length (up to `fft.DIRECT_MAX` = 24)
 # uses the direct $O(n^2)$ DFT, one work-item per output. A longer one uses **Bluestein's**
 # trick: with $jk = (j^2 + k^2 - (k-j)^2)/2$ the DFT becomes a convolution with the chirp
@@ -447,9 +456,10 @@ assert device_s > 0 and numpy_s > 0
 #   Without it (the article's kernels) the gradient is wrong as soon as anything is complex.
 # - The Hermitian product's real part is the real dot product of $[\mathrm{Re};\mathrm{Im}]$:
 #   complex layers and CATCH's real layers on $[\mathrm{Re}|\mathrm{Im}]$ are related.
-# - A convolution is a sliding dot product; each gradient element belongs to one work-item.
-# - The FFT: radix-4/2 butterflies for powers of two, a direct DFT or Bluestein otherwise; its
-#   gradient is the inverse transform with the dual normalisation.
+# - A convolution is a sliding dot product; each gradient element belongs to one work-item,
+#   and register tiles of `float2` make the kernels fast.
+# - The FFT: Stockham stages of radix 2, 3, 4 and 5 for $n = 2^a 3^b 5^c$, a direct DFT or
+#   Bluestein otherwise; its gradient is the inverse transform with the dual normalisation.
 # - Regular anomalies concentrate in one frequency bin: the reason CATCH looks at spectra.
 #
 # ## Exercises

@@ -217,8 +217,9 @@ def test_bad_input_gets_clear_errors(rt):
 @pytest.mark.parametrize("profile", ["device", "gpu"])
 @pytest.mark.parametrize("n", [15, 24, 96, 1000])
 def test_every_local_candidate_matches_numpy(rt, rng, profile, n):
-    """Whatever work-group shape the tuner picks for fft_local is correct: every candidate,
-    on this device's own limits and under the GPU profile, on batch 1 and an odd batch."""
+    """Whatever the tuner picks for the one-launch transform (fft_rows' rows per work-item,
+    fft_local's work-group shape) is correct: every candidate, on this device's own limits
+    and under the GPU profile, on batch 1 and an odd batch."""
     own = nnlib.runtime.Runtime(rt.device, profile=profile)
     default, candidates = F.local_candidates(own, own.kernel("fft", "fft_local"), n)
     assert default in candidates
