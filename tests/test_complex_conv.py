@@ -6,7 +6,7 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
-from nnlib.layers.conv import COMPLEX_ACTIVATIONS
+from nnlib.layers.conv import COMPLEX_ACTIVATIONS, tile_candidates
 
 from .gradcheck import numeric_grad
 from .test_conv import check_against_reference, geometries, host_grads, host_params, sample
@@ -173,20 +173,28 @@ def test_complex_helpers_match_numpy(rt, op):
     np.testing.assert_allclose(out.get(), want, rtol=2e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("layout", ["channels", "tokens"])
-@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("layout,shared", [("channels", False), ("tokens", True)])
 def test_blocked_kernels_at_every_edge(rt, rng, layout, shared):
     """Step 1 runs the register-blocked kernels: the forward's tiles of CV positions x CF
     filters, the input gradient's CV inputs x CF filters, the weight gradient's CV taps x CF
     filters over chunks of rows; the last block of each shifted back inside its row (or
-    window), short rows and windows loaded element-wise, filters left over a multiple of CF."""
-    from nnlib.layers.conv import forward_tile
-    cv, cf = forward_tile(rt)
-    for batch, variables, out_len, window, filters in ((1, 1, 1, 3, 1), (2, 3, cv - 1, 4, cf + 1),
-                                                       (1, 2, cv + 5, 16, 2 * cf + 3),
-                                                       (3, 1, 3 * cv + 1, 1, cf),
-                                                       (5, 2, 2, cv + 3, cf - 1),
-                                                       (1, 1, 2 * cv, 2 * cv + 1, 3)):
-        check_against_reference(rt, rng, nnlib.ComplexConv1d, "none",
-                                (batch, variables, out_len + window - 1, window, 1, filters),
-                                shared, layout)
+    window), short rows and windows loaded element-wise, filters left over a multiple of CF;
+    with every tile the tuner may pick."""
+    for tile in tile_candidates(rt):
+        cv, cf = tile["CV"], tile["CF"]
+        for batch, variables, out_len, window, filters in (
+                (1, 1, 1, 3, 1), (2, 3, cv - 1, 4, cf + 1), (1, 2, cv + 5, 16, 2 * cf + 3),
+                (3, 1, 3 * cv + 1, 1, cf), (5, 2, 2, cv + 3, cf - 1),
+                (1, 1, 2 * cv, 2 * cv + 1, 3)):
+            check_against_reference(rt, rng, nnlib.ComplexConv1d, "none",
+                                    (batch, variables, out_len + window - 1, window, 1, filters),
+                                    shared, layout, _tile=tile)
+
+
+def test_tile_tuning_measures_a_layer(rt):
+    """The tuner's trial (a step-1 layer with a given tile, forward + backward) runs: a broken
+    trial would count as a failed candidate and silently leave the default."""
+    from nnlib.layers.conv import _measure_tile
+    candidates = tile_candidates(rt)
+    assert len(candidates) == len({tuple(sorted(c.items())) for c in candidates})
+    assert 0 < _measure_tile(rt, candidates[-1]) < np.inf

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import tuning
 from ..activations import ACTIVATIONS, activation_code
 from ..parameter import Parameter
 from .base import Layer, check_seed, positive_int
@@ -26,11 +27,33 @@ LAYOUTS = ("channels", "tokens")
 COMPLEX_ACTIVATIONS = {"none": 0, "tanh": 1, "split_sigmoid": 2, "modrelu": 3}
 
 
-def forward_tile(rt) -> tuple:
-    """(positions, filters) of a work-item's tile in cconv1d_forward_blocked: as many
-    positions as the device's preferred float vector width (4 to 16: real and imaginary
-    parts are separate vectors), 4 filters (8 vector accumulators)."""
-    return min(max(rt.vector_width, 4), 16), 4
+def tile_candidates(rt) -> list:
+    """Tiles of the register-blocked complex kernels, the default first: ``CV`` positions
+    (taps for the weight gradient) as one vector, real and imaginary parts apart, times
+    ``CF`` filters per work-item. Default: the device's preferred float vector width (4 to
+    16), 4 filters (8 vector accumulators); the tuner also tries the other widths and 2
+    filters (fewer registers)."""
+    default = {"CV": min(max(rt.vector_width, 4), 16), "CF": 4}
+    out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)]
+    return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+def _measure_tile(rt, tile: dict) -> float:
+    """Seconds per forward + backward of a ComplexConv1d with ``tile`` (step 1, tokens,
+    batch 8, 8 variables, length 1024, window 16, 16 filters: benchmarks.complex's shape)."""
+    layer = ComplexConv1d(16, 1, 16, 8, layout="tokens", runtime=rt, _tile=tile)
+    rng = np.random.default_rng(0)
+    x = rt.to_device(rng.standard_normal((8, 8, 1024)) * (1 + 1j), dtype=np.complex64)
+    g = rt.to_device(np.ones(layer.output_shape(8, 1024), np.complex64), dtype=np.complex64)
+    return tuning.time_launches(lambda: (layer.forward(x), layer.backward(g)),
+                                rt.queue.finish, launches=2)
+
+
+def complex_tile(rt) -> dict:
+    """The tile of the register-blocked complex kernels on ``rt``'s device (tuned)."""
+    candidates = tile_candidates(rt)
+    return tuning.tuned(rt, "conv.complex", "step1", candidates,
+                        lambda tile: _measure_tile(rt, tile), candidates[0])
 
 
 class _Conv1dBase(Layer):
@@ -103,7 +126,7 @@ class _Conv1dBase(Layer):
         geo = self._geometry(x)
         rows, t = int(geo[0]), int(geo[6])
         if self._blocked is not None and self.step == 1:
-            cv, cf = self._tile
+            cv, cf = self._tile["CV"], self._tile["CF"]
             self.runtime.launch(self._blocked, (-(-t // cv), -(-self.filters // cf), rows),
                                 None, x.data, self.weight.value.data, self.bias.value.data,
                                 out.data, *geo[:4], *geo[5:])
@@ -190,7 +213,7 @@ class ComplexConv1d(_Conv1dBase):
 
     def __init__(self, window: int, step: int, filters: int, variables: int,
                  activation: str = "none", shared: bool = False, layout: str = "channels",
-                 modrelu_b: float = -0.5, seed: int = 0, runtime=None):
+                 modrelu_b: float = -0.5, seed: int = 0, runtime=None, _tile=None):
         super().__init__(window, step, filters, variables, shared, layout, seed, runtime)
         if activation not in COMPLEX_ACTIVATIONS:
             raise ValueError(f"ComplexConv1d: unknown activation {activation!r}; choose one "
@@ -208,9 +231,9 @@ class ComplexConv1d(_Conv1dBase):
                               runtime=self.runtime)
         self._act = [self.runtime.kernel("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
-        self._tile = forward_tile(self.runtime)
+        self._tile = _tile or complex_tile(self.runtime)  # _tile: the tuner's trials
         tiled = lambda name: self.runtime.kernel(  # noqa: E731
-            "conv", name, (f"-DCV={self._tile[0]}", f"-DCF={self._tile[1]}"))
+            "conv", name, (f"-DCV={self._tile['CV']}", f"-DCF={self._tile['CF']}"))
         self._blocked = tiled("cconv1d_forward_blocked")
         self._pad, self._input_blocked = tiled("cconv1d_pad_grad"), tiled(
             "cconv1d_backward_input_blocked")
@@ -229,7 +252,7 @@ class ComplexConv1d(_Conv1dBase):
         """Chunks the weight gradient splits each group's rows into: enough work-items
         (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy
         (B32 V8 L1024 W16 F16 on 2 Zen 3 cores: 1 chunk 120 ms, 4-32 chunks 50-75 ms)."""
-        cv, cf = self._tile
+        cv, cf = self._tile["CV"], self._tile["CF"]
         items = -(-self.window // cv) * -(-self.filters // cf) * self.groups
         per_group = rows // self.variables if self.groups > 1 else rows
         want = 512 * self.runtime.device.max_compute_units
@@ -240,7 +263,7 @@ class ComplexConv1d(_Conv1dBase):
         weights'); accumulates weight.grad and bias.grad, returns G_x."""
         rt, x, geo = self.runtime, self._x, self._geometry(self._x)
         rows, length = int(geo[0]), x.shape[2]
-        (cv, cf), w, f = self._tile, self.window, self.filters
+        cv, cf, w, f = self._tile["CV"], self._tile["CF"], self.window, self.filters
         chunks = self._chunks(rows)
         part = rt.empty((chunks, self.groups, f, w + 1), np.complex64)
         rt.launch(self._weight_blocked, (-(-w // cv), -(-f // cf), self.groups * chunks), None,
