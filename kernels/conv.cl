@@ -246,15 +246,22 @@ kernel void cconv1d_backward_weight(global const float2 *dz, global const float2
 // like the forward one, summed over the filters: one work-item per (block of CV consecutive
 // inputs i, row bv), one vector load of CV values of gp per (f, k), CF filters at a time in
 // CF separate accumulators (independent multiply-add chains).
+// One work-item per (j, bv), for every filter.
 kernel void cconv1d_pad_grad(global const float2 *dz, global float2 *gp, int rows, int length,
                              int window, int filters, int out_len, int sf, int st)
 {
-    int j = get_global_id(0), f = get_global_id(1), bv = get_global_id(2);
+    int j = get_global_id(0), bv = get_global_id(1);
     int p = length + window - 1, t = j - (window - 1);
-    if (j >= p || f >= filters || bv >= rows)
+    if (j >= p || bv >= rows)
         return;
-    gp[((size_t)bv * filters + f) * p + j] = t >= 0 && t < out_len ? dz[OUT(bv, f, t)]
-                                                                    : (float2)(0.0f, 0.0f);
+    global float2 *out = gp + (size_t)bv * filters * p + j;
+    if (t < 0 || t >= out_len) {
+        for (int f = 0; f < filters; ++f)
+            out[(size_t)f * p] = (float2)(0.0f, 0.0f);
+        return;
+    }
+    for (int f = 0; f < filters; ++f)
+        out[(size_t)f * p] = dz[OUT(bv, f, t)];
 }
 
 // acc (re, im) += conj(wk) (gre + i gim), with the CV gradients loaded from row pointer gr

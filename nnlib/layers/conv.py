@@ -277,7 +277,7 @@ class ComplexConv1d(_Conv1dBase):
                       dx.data, *geo)
             return dx
         padded = rt.empty((rows, f, length + w - 1), np.complex64)
-        rt.launch(self._pad, (length + w - 1, f, rows), None, dz.data, padded.data, geo[0],
+        rt.launch(self._pad, (length + w - 1, rows), None, dz.data, padded.data, geo[0],
                   geo[2], geo[3], geo[5], geo[6], geo[8], geo[9])
         dx = rt.empty(x.shape, self.dtype)
         rt.launch(self._input_blocked, (-(-length // cv), rows), None, padded.data,
