@@ -10,8 +10,8 @@ import pyopencl.array as cla
 from .activations import ACTIVATIONS
 from .checkpoint import (CheckpointError, check_dict, check_int, check_name, load_model,
                          save_checkpoint)
-from .launcher import Launcher
 from .runtime import check_shape, to_host
+from .sizes import ceil_div
 from .layers.base import Layer, positive_int
 from .layers.conv import ComplexConv1d, Conv1d
 from .layers.dense import VARIANTS, Dense
@@ -87,8 +87,8 @@ class Sequential:
         self.loss = loss
         self.runtime = last.runtime
         rt = self.runtime
-        self._output_grad = Launcher(rt, rt.kernel("loss", "output_gradient"))
-        self._loss_rows = Launcher(rt, rt.kernel("loss", "loss_rows"))
+        self._output_grad = rt.launcher("loss", "output_gradient").copy()
+        self._loss_rows = rt.launcher("loss", "loss_rows").copy()
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -238,7 +238,7 @@ class Sequential:
             skipped = optimizer.skipped_steps - skipped_before
             if skipped:
                 raise FloatingPointError(
-                    f"fit: the optimizer skipped {skipped} of {-(-n // batch_size)} steps of "
+                    f"fit: the optimizer skipped {skipped} of {ceil_div(n, batch_size)} steps of "
                     f"epoch {len(history['loss'])} because gradients held NaN or infinity; "
                     "lower the learning rate or check the inputs")
             shown = {"loss": f"{history['loss'][-1]:.4f}"}

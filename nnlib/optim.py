@@ -24,6 +24,7 @@ from . import tuning
 from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
+from .sizes import ceil_div
 
 TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
 
@@ -51,15 +52,15 @@ def kernel_options(params: dict) -> tuple:
 
 def measure(rt, params: dict) -> float:
     """Seconds per Adam update of TUNE_SIZE elements with ``params``."""
-    kernel = Launcher(rt, rt.kernel("optim", "adam_update", kernel_options(params)))
+    kernel = rt.launcher("optim", "adam_update", kernel_options(params))
     w, g, m, v = (rt.zeros((TUNE_SIZE,)) for _ in range(4))
     skip = rt.zeros((2,), dtype=np.int32)
-    local = (min(params["LOCAL"], rt.work_group_size(kernel.kernel)),) if params["LOCAL"] \
+    local = (min(params["LOCAL"], kernel.work_group_size),) if params["LOCAL"] \
         else None
     f32, n = np.float32, TUNE_SIZE
 
     def run():
-        kernel((-(-n // params["VW"]),), local, w.data, g.data, m.data, v.data, skip.data,
+        kernel((ceil_div(n, params["VW"]),), local, w.data, g.data, m.data, v.data, skip.data,
                np.int32(n), f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0), np.int32(0),
                f32(1e-3), f32(1))
     return tuning.time_launches(run, rt.queue.finish, launches=10)
@@ -127,20 +128,19 @@ class Optimizer:
         # their work-group size (None: the driver's choice)
         self._local = (min(local, rt.max_work_group_size),) if local else None
         self._options = kernel_options(self.kernel_params)
-        self._skip_begin = Launcher(rt, rt.kernel("optim", "skip_begin", self._options))
+        self._skip_begin = rt.launcher("optim", "skip_begin", self._options).copy()
         self._launchers: dict = {}
 
     def _launcher(self, name: str, i) -> Launcher:
         """The launcher of kernel ``name`` for parameter ``i`` (None: the flat layout)."""
         key = (name, i)
         if key not in self._launchers:
-            kernel = self.runtime.kernel("optim", name, self._options)
-            self._launchers[key] = Launcher(self.runtime, kernel)
+            self._launchers[key] = self.runtime.launcher("optim", name, self._options).copy()
         return self._launchers[key]
 
     def _items(self, n: int) -> tuple:
         """The global size of an elementwise kernel over ``n`` elements."""
-        return (-(-n // self._vw),)
+        return (ceil_div(n, self._vw),)
 
     @property
     def _layout(self) -> FlatLayout | None:
@@ -386,8 +386,7 @@ class AdamMini(Adam):
                  weight_decay: float = 0.0, group_size: int | None = None):
         super().__init__(params, lr, betas, eps, weight_decay)
         rt = self.runtime
-        mini = rt.kernel("optim", "adam_mini_update", self._options)
-        limit = rt.work_group_size(mini)
+        limit = rt.launcher("optim", "adam_mini_update", self._options).work_group_size
         if group_size is None:
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
             # there, and the strided loop covers any block. Measured on PoCL: 75 us per step

@@ -6,7 +6,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .runtime import Runtime, check_shape, resolve_runtime, round_up
+from .runtime import Runtime, check_shape, resolve_runtime
+from .sizes import round_up
 
 
 class Parameter:

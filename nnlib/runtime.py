@@ -28,6 +28,8 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools  # noqa: F401  (cl.tools.MemoryPool)
 
+from . import signatures
+from .launcher import Launcher
 from .tuning import preferred_device
 
 POCL_HINT = (
@@ -315,10 +317,6 @@ def device_limits(device: cl.Device, profile: str = "device") -> Limits:
                            for key, value in GPU_PROFILE.items()})
 
 
-def round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
-
-
 # Programs kept per runtime (least recently used dropped first): every distinct source text
 # (e.g. each version of a student's kernel file) is a new program.
 MAX_PROGRAMS = 64
@@ -342,9 +340,10 @@ class Runtime:
         self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         # (source, options) -> program, least recently used first
         self._programs: OrderedDict = OrderedDict()
-        self._kernels: dict = {}  # (topic, name, options) -> kernel of kernels/<topic>.cl
-        # Held while a shared kernel's arguments are set and it is enqueued (OpenCL kernel
-        # arguments are not thread-safe), and while the program cache changes.
+        self._launchers: dict = {}  # (topic, name, options, folder's source) -> Launcher
+        self._signatures: dict = {}  # source -> {kernel name: Signature}
+        # Held while a launcher's arguments are set and its kernel enqueued (OpenCL kernel
+        # arguments are not thread-safe), and while the caches change.
         self.lock = threading.RLock()
 
     def __repr__(self):
@@ -373,7 +372,8 @@ class Runtime:
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise KernelBuildError(
-                    f"{_shown(_kernel_file(topic, folder))} failed to build on {self.device.name.strip()} "
+                    f"{_shown(_kernel_file(topic, folder))} failed to build on "
+                    f"{self.device.name.strip()} "
                     f"({self.device.platform.name}). Build log:\n{err}{hint}"
                 ) from None
             self._programs[key] = prg
@@ -381,14 +381,31 @@ class Runtime:
                 self._programs.popitem(last=False)
             return prg
 
-    def kernel(self, topic: str, name: str, options: tuple = ()) -> cl.Kernel:
-        """The kernel ``name`` from ``kernels/<topic>.cl``, fetched once and kept. Launch it
-        with :meth:`launch` (which sets its arguments under the runtime's lock)."""
-        key = (topic, name, tuple(options))
+    def launcher(self, topic: str, name: str, options: tuple = (), folder=None):
+        """The :class:`~nnlib.launcher.Launcher` of kernel ``name`` from ``kernels/<topic>.cl``
+        (or ``<folder>/<topic>.cl``) built with ``options``: the one way to run a kernel.
+        Made once per runtime, kernel and options, and kept (with ``folder``, once per text
+        of its files: an edited exercise file gets a new one)."""
+        key = (topic, name, tuple(options),
+               None if folder is None else program_source(topic, folder))
         with self.lock:
-            if key not in self._kernels:
-                self._kernels[key] = cl.Kernel(self.program(topic, options), name)
-            return self._kernels[key]
+            if key not in self._launchers:
+                self._launchers[key] = Launcher(self, topic, name, tuple(options), folder)
+            return self._launchers[key]
+
+    def signatures(self, topic: str, folder=None) -> dict:
+        """{kernel name: :class:`~nnlib.signatures.Signature`} of the program ``topic``,
+        read from its source once per text."""
+        src = program_source(topic, folder)
+        with self.lock:
+            if src not in self._signatures:
+                self._signatures[src] = signatures.parse(src, _shown(_kernel_file(topic, folder)))
+            return self._signatures[src]
+
+    @staticmethod
+    def kernel_file(topic: str, folder=None) -> str:
+        """The file of program ``topic`` as messages name it, e.g. ``kernels/dense.cl``."""
+        return _shown(_kernel_file(topic, folder))
 
     @property
     def vector_width(self) -> int:
@@ -413,24 +430,6 @@ class Runtime:
     def is_gpu(self) -> bool:
         """A GPU, or a device under the GPU profile."""
         return self.limits.kind == "GPU"
-
-    def work_group_size(self, kernel: cl.Kernel) -> int:
-        """The largest work-group this device (and profile) runs ``kernel`` with."""
-        return min(self.max_work_group_size, kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device))
-
-    def launch(self, kernel, global_size, local_size, *args, wait_for=None) -> cl.Event:
-        """Enqueue ``kernel``; a global size is padded up to a multiple of the local size.
-        Safe from several threads: the arguments are set and the kernel enqueued under
-        the runtime's lock, so no other launch of the same kernel comes between."""
-        if 0 in global_size:  # nothing to compute (an empty array)
-            return cl.enqueue_marker(self.queue, wait_for=wait_for)
-        if local_size is not None:
-            global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
-        with self.lock:
-            kernel.set_args(*args)
-            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size,
-                                              wait_for=wait_for)
 
     def fill(self, array: cla.Array, value) -> None:
         """``array.fill(value)`` under the runtime's lock (pyopencl's fill kernel is shared

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..activations import ACTIVATIONS, activation_code
 from .. import tuning
-from ..launcher import Launcher
 from ..parameter import Parameter
+from ..sizes import ceil_div
 from .base import Layer, check_seed, positive_int
 
 VARIANTS = ("fast", "seed")
@@ -17,10 +17,6 @@ PRODUCTS = ("forward", "input", "weight")  # the three products of the fast desi
 BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 TUNE_SHAPE = {"b1": 1, "b4": 4, "b64": 64}
 TUNE_WIDTH = 512
-
-
-def _blocks(n: int, tile: int) -> int:
-    return -(-n // tile)
 
 
 def shape_class(product: str, batch: int) -> str:
@@ -101,12 +97,11 @@ class DenseKernels:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (product, batch class) -> (Launcher, params)
         if variant == "seed":
-            k = lambda name: runtime.kernel("dense", name)  # noqa: E731
-            self._forward = k("dense_forward_seed")
-            self._input = k("dense_backward_input_seed")
-            self._weight = k("dense_backward_weight_seed")
-            self._bias = k("dense_backward_bias")
-            self._act_backward = runtime.kernel("activation", "activation_backward")
+            self._forward = runtime.launcher("dense", "dense_forward_seed")
+            self._input = runtime.launcher("dense", "dense_backward_input_seed")
+            self._weight = runtime.launcher("dense", "dense_backward_weight_seed")
+            self._bias = runtime.launcher("dense", "dense_backward_bias")
+            self._act_backward = runtime.launcher("activation", "activation_backward")
 
     def params(self, product: str, batch: int) -> dict:
         """The parameters ``product`` runs with at ``batch`` on this device."""
@@ -122,10 +117,10 @@ class DenseKernels:
         key = (product, shape_class(product, batch))
         if key not in self._launchers:
             params = self.params(product, batch)
-            kernel = self.runtime.kernel("dense", "gemm_nt" if product == "forward" else
-                                         "gemm_tn", build_options(params))
-            local = (min(params["LOCAL"], self.runtime.work_group_size(kernel)), 1)
-            self._launchers[key] = (Launcher(self.runtime, kernel), params, local)
+            launcher = self.runtime.launcher("dense", "gemm_nt" if product == "forward" else
+                                             "gemm_tn", build_options(params)).copy()
+            local = (min(params["LOCAL"], launcher.work_group_size), 1)
+            self._launchers[key] = (launcher, params, local)
         return self._launchers[key]
 
     def forward(self, x, w, b, y, act: int):
@@ -133,25 +128,24 @@ class DenseKernels:
         n_out = w.shape[0]
         i32 = np.int32
         if self.variant == "seed":
-            return self.runtime.launch(self._forward, (n_out, batch), None, x.data, w.data,
-                                       b.data, y.data, i32(batch), i32(n_in), i32(n_out),
-                                       i32(act))
+            return self._forward((n_out, batch), None, x.data, w.data, b.data, y.data,
+                                 i32(batch), i32(n_in), i32(n_out), i32(act))
         launcher, p, local = self._launcher("forward", batch)
-        grid = (_blocks(batch, p["NT_I"]), _blocks(n_out, 4))
+        grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, 4))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
     def _tn(self, product, batch, p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, gate=None,
             act=0, rowsum=None):
         """C (+)= P^T B on gemm_tn, times act'(gate) if ``act``; ``rowsum`` (a device array)
-        also gets P's column sums."""
+        also gets P's column sums. Unused buffers are passed as NULL (None)."""
         launcher, prm, local = self._launcher(product, batch)
-        grid = (_blocks(nrows, prm["TN_R"]), _blocks(ncols, prm["TN_V"] * prm["VW"]))
+        grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
                         i32(nrows), i32(ncols), i32(nk), i32(accumulate),
-                        (c if gate is None else gate).data, i32(act), i32(rowsum is not None),
-                        (c if rowsum is None else rowsum).data)
+                        None if gate is None else gate.data, i32(act),
+                        i32(rowsum is not None), None if rowsum is None else rowsum.data)
 
     def backward_input(self, dz, w, dx, x=None, act: int = 0):
         """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
@@ -160,11 +154,11 @@ class DenseKernels:
         if self.variant == "fast":  # dX = (dZ^T)^T W
             return self._tn("input", batch, dz, 1, n_out, w, dx, batch, n_in, n_out, False,
                             x, act)
-        event = self.runtime.launch(self._input, (n_in, batch), None, dz.data, w.data,
-                                    dx.data, np.int32(batch), np.int32(n_in), np.int32(n_out))
+        event = self._input((n_in, batch), None, dz.data, w.data, dx.data, np.int32(batch),
+                            np.int32(n_in), np.int32(n_out))
         if act:
-            event = self.runtime.launch(self._act_backward, (dx.size,), None, x.data, dx.data,
-                                        dx.data, np.int32(dx.size), np.int32(act))
+            event = self._act_backward((dx.size,), None, x.data, dx.data, dx.data,
+                                       np.int32(dx.size), np.int32(act))
         return event
 
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
@@ -178,10 +172,9 @@ class DenseKernels:
             self.runtime.fill(dw, 0)
             self.runtime.fill(db, 0)
         i32 = np.int32
-        self.runtime.launch(self._weight, (n_in, n_out), None, dz.data, x.data, dw.data,
-                            i32(batch), i32(n_in), i32(n_out))
-        return self.runtime.launch(self._bias, (n_out,), None, dz.data, db.data, i32(batch),
-                                   i32(n_out))
+        self._weight((n_in, n_out), None, dz.data, x.data, dw.data, i32(batch), i32(n_in),
+                     i32(n_out))
+        return self._bias((n_out,), None, dz.data, db.data, i32(batch), i32(n_out))
 
 
 def measure(rt, product: str, shape: str, params: dict) -> float:
@@ -221,9 +214,9 @@ class Dense(Layer):
                               runtime=self.runtime)
         self.kernels = DenseKernels(self.runtime, variant)
         rt = self.runtime
-        self._act_backward = Launcher(rt, rt.kernel("activation", "activation_backward"))
-        self._softmax = Launcher(rt, rt.kernel("activation", "softmax_rows"))
-        self._softmax_backward = Launcher(rt, rt.kernel("activation", "softmax_backward_rows"))
+        self._act_backward = rt.launcher("activation", "activation_backward").copy()
+        self._softmax = rt.launcher("activation", "softmax_rows").copy()
+        self._softmax_backward = rt.launcher("activation", "softmax_backward_rows").copy()
         self._x = self._y = None
 
     @property
