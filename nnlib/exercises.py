@@ -8,6 +8,8 @@ device's largest work-group) against ``nnlib.reference`` and returns a :class:`V
 displays as a short report (which case failed, the largest error, a hint) and is truthy when
 every case passes. Kernel outputs are filled with NaN before each launch and followed by a
 guard area, so a kernel that writes nothing, or past the end, is named as such.
+
+Used by the checked exercises of every notebook (notebooks/00_devices to 06_catch).
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from . import reference as ref
-from .activations import ACTIVATIONS
-from .network import LOSSES
+from .codes import ACTIVATIONS, FINITE_FILL, LOSSES
 from .launcher import Launcher
 from .runtime import KernelBuildError, get_runtime
 from .sizes import ceil_div, round_up
@@ -512,7 +513,7 @@ def check_masked_softmax(folder) -> Verdict:
                 out = _Output((groups, n, heads * dh), heads * dh * _guard(grid))
                 _launch(kernel, grid, _device(qkv).data, _device(mask).data, out.array.data,
                         probs.array.data, lse.array.data, np.int32(groups), np.int32(n),
-                        np.int32(heads), np.int32(dh), np.float32(ref.FINITE_FILL),
+                        np.int32(heads), np.int32(dh), np.float32(FINITE_FILL),
                         np.int32(hard))
                 return joined(probs.get("probs"), lse.get("lse"))
             _, probs, lse = ref.masked_attention_forward(qkv, mask, heads, hard=bool(hard))

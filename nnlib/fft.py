@@ -21,6 +21,8 @@ and "forward" and keeps "ortho".
 Real <-> complex helpers, each with its adjoint (their backward passes):
 ``to_complex`` (x -> x + 0i) / ``real_part``; ``re_im`` ((..., n) complex -> (..., 2n) real
 [Re | Im], CATCH's block layout) / ``from_re_im``.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 from __future__ import annotations
@@ -33,9 +35,8 @@ import pyopencl.array as cla
 
 from . import tuning
 from .layers.base import Layer
-from .reference.fft import is_smooth, radices
 from .runtime import get_runtime
-from .sizes import ceil_div
+from .sizes import ceil_div, is_smooth, radices
 
 __all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
            "DIRECT_MAX", "NORMS", "dual_norm"]

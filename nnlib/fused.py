@@ -12,6 +12,8 @@ afterwards. ``Parameter.grad`` is not written (gradients never leave the kernel)
 It pays where launches dominate: small widths and small batches. One work-group uses one
 core of a CPU (one compute unit of a GPU), and the batch's activations must fit in local
 memory: :meth:`FusedMLP.local_bytes` says how much a batch size needs.
+
+Taught in notebooks/03_cpu_vs_gpu.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .activations import ACTIVATIONS
+from .codes import ACTIVATIONS, LOSSES
 from .layers.dense import Dense
-from .network import LOSSES, DeviceLoss
+from .loss import DeviceLoss
 from .optim import SGD, Adam, AdamMini
 from .sizes import round_up
 
@@ -218,7 +220,7 @@ class FusedMLP:
         batch = xd.shape[0]
         if batch == 0:
             raise ValueError("step: batch is empty")
-        targets = self.net._targets(y if not isinstance(y, np.ndarray) else y, batch)
+        targets = self.net._targets(y, batch)
         losses = rt.empty((batch,))
         self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses)
         divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)

@@ -20,6 +20,8 @@ pool hands back the same ones) and the same sizes every time, so a launcher keep
 copy of the kernel and compares each argument with the last launch's: buffers by their
 OpenCL handle, numbers by type and value. Setting and enqueueing happen under the runtime's
 lock, so a launcher shared by two threads never enqueues another call's arguments.
+
+Taught in notebooks/00_devices, notebooks/03_cpu_vs_gpu.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ Kernels and layers read a device's limits from the runtime (``rt.vector_width``,
 ``rt.max_work_group_size``, ``rt.work_group_multiple``, ``rt.local_mem_size``), never from
 the device itself: the profile ``NNLIB_PROFILE=gpu`` makes the runtime report what a typical
 GPU reports, so the code paths a GPU takes run, and are tested, on a CPU.
+
+Taught in notebooks/00_devices.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools  # noqa: F401  (cl.tools.MemoryPool)
 
-from . import signatures
+from . import _fast_array, signatures
+from .codes import build_defines
 from .launcher import Launcher
 from .tuning import preferred_device
 
@@ -60,16 +63,18 @@ def kernel_dir() -> Path:
 
 
 _REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r'^#include "(\w+)\.h"\s*$', re.MULTILINE)
 
 
-def _kernel_file(topic: str, folder=None) -> Path:
-    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl``."""
-    if folder is not None and (Path(folder) / f"{topic}.cl").is_file():
-        return Path(folder) / f"{topic}.cl"
-    path = kernel_dir() / f"{topic}.cl"
+def _kernel_file(topic: str, folder=None, suffix: str = ".cl") -> Path:
+    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl`` (or
+    ``.h``)."""
+    if folder is not None and (Path(folder) / f"{topic}{suffix}").is_file():
+        return Path(folder) / f"{topic}{suffix}"
+    path = kernel_dir() / f"{topic}{suffix}"
     if not path.is_file():
         known = sorted(p.stem for p in kernel_dir().glob("*.cl"))
-        raise FileNotFoundError(f"no kernel file {topic}.cl; known topics: {known}")
+        raise FileNotFoundError(f"no kernel file {topic}{suffix}; known topics: {known}")
     return path
 
 
@@ -104,9 +109,18 @@ def program_source(topic: str, folder=None) -> str:
 
     Files are looked up in ``folder`` first (e.g. a student's exercise kernels), then in
     ``kernels/``. Each part starts with a ``#line`` directive naming its file, so compiler
-    messages point at the real file and line.
+    messages point at the real file and line. A line ``#include "x.h"`` is replaced by the
+    text of ``x.h``, looked up the same way (no compiler include path to set up).
     """
     parts, seen = [], []
+
+    def include(path, text):
+        def header(match):
+            inner = _kernel_file(match.group(1), folder, ".h")
+            line = text.count("\n", 0, match.start()) + 2
+            return (f'#line 1 "{_shown(inner)}"\n{inner.read_text()}\n'
+                    f'#line {line} "{_shown(path)}"')
+        return _INCLUDE.sub(header, text)
 
     def add(name):
         if name in seen:
@@ -116,7 +130,7 @@ def program_source(topic: str, folder=None) -> str:
         text = path.read_text()
         for dep in _REQUIRES.findall(text):
             add(dep)
-        parts.append(f'#line 1 "{_shown(path)}"\n{text}')
+        parts.append(f'#line 1 "{_shown(path)}"\n{include(path, text)}')
 
     add(topic)
     return "\n".join(parts)
@@ -176,8 +190,9 @@ _usable_cache: dict = {}
 # Subnormal floats are flushed to zero, as GPUs do by default: on a CPU, arithmetic on them
 # can be many times slower, and a long training run makes them (Adam's moments of weights
 # whose gradient stays 0 decay geometrically). Measured: a batch-1 Adam step of the MLP in
-# benchmarks.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
-BUILD_OPTIONS = ("-cl-denorms-are-zero",)
+# nnlib.bench.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
+# Every build also gets the shared codes (activations, losses) as -D options (nnlib/codes.py).
+BUILD_OPTIONS = ("-cl-denorms-are-zero", *build_defines())
 
 
 def can_compile(device: cl.Device) -> bool:
@@ -357,7 +372,8 @@ class Runtime:
     def program(self, topic: str, options: tuple = (), folder=None) -> cl.Program:
         """``kernels/<topic>.cl`` (or ``<folder>/<topic>.cl``) built once per runtime, source
         text and option set: an edited file is built again. The last MAX_PROGRAMS builds are
-        kept. Every build flushes subnormal floats (below 1.2e-38) to zero (BUILD_OPTIONS)."""
+        kept. Every build flushes subnormal floats (below 1.2e-38) to zero and defines the
+        shared codes (BUILD_OPTIONS)."""
         src = program_source(topic, folder)
         key = (src, tuple(options))
         with self.lock:
@@ -438,22 +454,13 @@ class Runtime:
             array.fill(value)
 
     def empty(self, shape, dtype=np.float32) -> cla.Array:
-        """An uninitialised C-contiguous array from the memory pool.
-
-        Built with pyopencl's fast constructor (the one its own ``empty_like`` uses): the
-        checked one costs about 9 µs, a tenth of a batch-1 training step's host time.
-        """
+        """An uninitialised C-contiguous array from the memory pool (made without pyopencl's
+        argument checks, which cost a tenth of a small training step: nnlib/_fast_array.py)."""
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
         if min(shape, default=0) < 0:
             raise ValueError(f"negative dimensions are not allowed: {shape}")
-        dtype = np.dtype(dtype)
-        strides, stride = [], dtype.itemsize
-        for n in shape[::-1]:
-            strides.append(stride)
-            stride *= n or 1
-        return cla.Array(None, shape, dtype, allocator=self.allocator, strides=tuple(strides[::-1]),
-                         _fast=True, _size=math.prod(shape), _context=self.context,
-                         _queue=self.queue)
+        return _fast_array.empty(shape, np.dtype(dtype), self.allocator, self.context,
+                                 self.queue)
 
     def zeros(self, shape, dtype=np.float32) -> cla.Array:
         out = self.empty(shape, dtype)

@@ -6,6 +6,8 @@ the ``.cl`` file, and a wrong order or type gives garbage, not an error. The lau
 checking mode, compares every call with them. Only what a call can get wrong is kept: the
 name, whether an argument is a global/constant buffer, a local buffer or a scalar, and a
 scalar's numpy type (None for types whose size the host cannot know, e.g. ``size_t``).
+
+Taught in notebooks/00_devices.
 """
 
 from __future__ import annotations

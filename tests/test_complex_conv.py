@@ -6,7 +6,7 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
-from nnlib.layers.conv import COMPLEX_ACTIVATIONS
+from nnlib.codes import COMPLEX_ACTIVATIONS
 
 from .gradcheck import numeric_grad
 from .test_conv import check_against_reference, geometries, host_grads, host_params, sample

@@ -1,12 +1,15 @@
 """The channel-masked attention core and the clustering loss on the device
 (kernels/attention.cl). Both work on the packed ``qkv`` (groups, n, 3 * heads * dh) that one
-Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads."""
+Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads.
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..reference.attention import FINITE_FILL
+from ..codes import FINITE_FILL
 from ..runtime import get_runtime
 
 MASK_FILLS = ("finite", "inf")

@@ -19,6 +19,8 @@ Deviations, all documented in the notebook: no dropout; the mask gradient is the
 of the smooth relaxation m s + (1 - m) fill; the regular term is sum_{i != j} m_ij / (N (N-1)),
 0 for N = 1 (the official code divides by zero); the learning rates are the nominal ones;
 every step is scored: non-overlapping windows plus one window aligned to the series' end.
+
+Taught in notebooks/06_catch.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tqdm.auto import tqdm
 from .. import optim
 from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
-from ..network import DeviceLoss
+from ..loss import DeviceLoss
 from ..runtime import resolve_runtime
 from ..sizes import ceil_div
 from .model import PROJECTIONS, CATCHNet

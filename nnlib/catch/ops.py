@@ -1,7 +1,10 @@
 """Small device operations of the CATCH graph (kernels/catch.cl): layer norm, GELU, the mask
 generator, RevIN, frequency patches, axis swaps, row joins, the frequency loss and the
 per-step scores. Arrays are numpy or pyopencl arrays of any layout (each goes through
-``Runtime.to_device``); series are (batch, channels, time)."""
+``Runtime.to_device``); series are (batch, channels, time).
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 

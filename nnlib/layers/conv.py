@@ -12,19 +12,20 @@ Geometry, the same for both layers:
   out_len = (length - window) // step + 1; length < window is an error.
 ComplexConv1d stores its complex weights as float32 arrays with a trailing axis (re, im),
 which is float2 on the device; their gradients are dL/dRe + i dL/dIm.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..activations import ACTIVATIONS, activation_code
+from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
 from ..sizes import ceil_div
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
-COMPLEX_ACTIVATIONS = {"none": 0, "tanh": 1, "split_sigmoid": 2, "modrelu": 3}
 
 
 def forward_tile(rt) -> tuple:
