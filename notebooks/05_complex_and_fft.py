@@ -414,7 +414,7 @@ plt.show()
 # window and measures the error both in time and in frequency, so a regular anomaly that is
 # invisible bar by bar still raises its score.
 #
-# How fast are these kernels? `benchmarks/complex.py` measures GFLOP/s of the complex
+# How fast are these kernels? `nnlib/bench/complex.py` measures GFLOP/s of the complex
 # convolution and the FFT against numpy on the same sizes. A small timing here:
 
 # %% tags=["nbval-ignore-output"]

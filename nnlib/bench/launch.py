@@ -1,6 +1,6 @@
 """What a kernel launch and a host<->device copy cost: why batch 1 is launch-bound.
 
-    .venv/bin/python -m benchmarks.launch [--count 200] [--repeat 7] [--pocl-threads 2]
+    .venv/bin/python -m nnlib.bench.launch [--count 200] [--repeat 7] [--pocl-threads 2]
 
 Microseconds (medians) per: enqueue of a tiny kernel (arguments set beforehand, as
 pyopencl's call does them, through nnlib's ``Launcher`` with new arguments each time, and

@@ -1,6 +1,6 @@
 """Per-kernel device time of a training step (median of 10), from OpenCL profiling events.
 
-    .venv/bin/python -m benchmarks.profile_step [--batch 64]
+    .venv/bin/python -m nnlib.bench.profile_step [--batch 64]
 """
 
 import argparse
