@@ -18,7 +18,9 @@ with a dozen arguments costs 25-50 µs of host time per launch, while the enqueu
 costs 1-2 µs. In a training step the same kernels run with the same buffers (the memory
 pool hands back the same ones) and the same sizes every time, so a launcher keeps its own
 copy of the kernel and compares each argument with the last launch's: buffers by their
-OpenCL handle, numbers by type and value. Setting and enqueueing happen under the runtime's
+OpenCL handle, numbers by type and value. A buffer from the memory pool keeps its handle
+while the pool holds it; any other buffer is kept alive while it is a kernel argument (a
+freed handle can come back as another buffer's, which would then not be set). Setting and enqueueing happen under the runtime's
 lock, so a launcher shared by two threads never enqueues another call's arguments.
 
 Taught in notebooks/00_devices, notebooks/03_cpu_vs_gpu.
@@ -30,6 +32,7 @@ import os
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.tools  # noqa: F401  (cl.tools.PooledBuffer)
 
 from .sizes import round_up
 
@@ -136,7 +139,8 @@ class Launcher:
         last = self._last
         with self.runtime.lock:
             for i, arg in enumerate(args):
-                key = (arg.int_ptr if isinstance(arg, cl.MemoryObjectHolder)
+                key = (arg.int_ptr if isinstance(arg, cl.tools.PooledBuffer)
+                       else (arg.int_ptr, arg) if isinstance(arg, cl.MemoryObjectHolder)
                        else (arg.__class__, arg))
                 if key != last[i]:
                     self.kernel.set_arg(i, arg)

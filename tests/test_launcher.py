@@ -108,3 +108,17 @@ def test_one_launcher_from_two_threads(rt, rng):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_freed_buffer_whose_handle_comes_back_is_set_again(rt, rng):
+    """Buffers outside the memory pool stay alive while they are a launcher's argument, so a
+    new buffer never arrives under a cached, freed handle (the exercises' fresh buffers)."""
+    import pyopencl.array as cla
+
+    add = rt.launcher("vector", "vector_add").copy()
+    for k in range(20):
+        a = cla.to_device(rt.queue, np.full(64, k, np.float32))
+        out = cla.to_device(rt.queue, np.zeros(64, np.float32))
+        add((64,), None, a.data, a.data, out.data, np.int32(64))
+        np.testing.assert_array_equal(out.get(), np.full(64, 2 * k, np.float32))
+        del a, out
