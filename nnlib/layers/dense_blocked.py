@@ -64,14 +64,15 @@ class BlockedDenseKernels:
     def _tn(self, product, batch, p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, gate=None,
             act=0, rowsum=None):
         """C (+)= P^T B on gemm_tn, times act'(gate) if ``act``; ``rowsum`` (a device array)
-        also gets P's column sums. Unused buffers are passed as NULL (None)."""
+        also gets P's column sums. Unused buffer slots get ``c`` (gemm_tn reads ``y`` even
+        when ``act`` is 0: Oclgrind reports NULL reads)."""
         launcher, prm, local = self._launcher(product, batch)
         grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
                         i32(nrows), i32(ncols), i32(nk), i32(accumulate),
-                        None if gate is None else gate.data, i32(act),
-                        i32(rowsum is not None), None if rowsum is None else rowsum.data)
+                        (c if gate is None else gate).data, i32(act),
+                        i32(rowsum is not None), (c if rowsum is None else rowsum).data)
 
     def backward_input(self, dz, w, dx, x=None, act: int = 0):
         """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
