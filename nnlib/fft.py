@@ -22,6 +22,8 @@ and "forward" and keeps "ortho".
 Real <-> complex helpers, each with its adjoint (their backward passes):
 ``to_complex`` (x -> x + 0i) / ``real_part``; ``re_im`` ((..., n) complex -> (..., 2n) real
 [Re | Im], CATCH's block layout) / ``from_re_im``.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import pyopencl.array as cla
 
 from . import tuning
 from .layers.base import Layer
-from .reference.fft import is_smooth, radices
 from .runtime import get_runtime
+from .sizes import ceil_div, is_smooth, radices
 
 __all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
            "DIRECT_MAX", "NORMS", "dual_norm"]
@@ -87,7 +89,7 @@ def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
     PoCLs, n = 96 and 1000); fft_rows, VR rows per work-item, was 2.5-4x faster again (VR 8
     best, then 4; VR = the device's float vector width is the default), the tuner measures
     the others."""
-    top = max(1, min(rt.work_group_size(kernel), n // 2))
+    top = max(1, min(kernel.work_group_size, n // 2))
     if rt.is_gpu:
         sizes = sorted({top, min(top, 64), min(top, rt.work_group_multiple)})
         return ({"VR": 0, "LOCAL": top, "GROUPS_PER_CU": 0},
@@ -122,7 +124,6 @@ class _Plan:
 
     def __init__(self, rt, n: int, local_params: dict | None = None):
         self.rt, self.n = rt, n
-        k = lambda name: rt.kernel("fft", name)  # noqa: E731
         if is_smooth(n):
             self.radices = radices(n)
             self.tw = cla.to_device(rt.queue, _twiddles(n))
@@ -134,23 +135,23 @@ class _Plan:
                           else "bluestein")
         if is_smooth(n) and self.kind == "local":
             if local_params is None:  # tuned per device, one class per power of two of n
-                default, candidates = local_candidates(rt, k("fft_local"), n)
+                default, candidates = local_candidates(rt, rt.launcher("fft", "fft_local"), n)
                 local_params = tuning.tuned(
                     rt, "fft.local", f"n{1 << (n - 1).bit_length()}", candidates,
                     lambda p: _measure_local(rt, n, p), default)
             self.vr = local_params["VR"]
-            self.local = (rt.kernel("fft", "fft_rows", (f"-DVR={self.vr}",)) if self.vr
-                          else k("fft_local"))
+            self.local = rt.launcher("fft", "fft_rows" if self.vr else "fft_local",
+                                     (f"-DVR={self.vr}",) if self.vr else ())
             self.local_size = local_params["LOCAL"]
             self.groups_per_cu = local_params["GROUPS_PER_CU"]
             self.table = cla.to_device(rt.queue, np.array(self.radices, np.int32))
         elif is_smooth(n) and self.kind == "pow2":
-            self.stages = [(k(f"fft_radix{r}_stage"), r) for r in self.radices]
+            self.stages = [(rt.launcher("fft", f"fft_radix{r}_stage"), r) for r in self.radices]
         elif is_smooth(n):
-            self.stages = [(k("fft_stage"), r) for r in self.radices]
+            self.stages = [(rt.launcher("fft", "fft_stage"), r) for r in self.radices]
         elif n <= DIRECT_MAX:
             self.kind = "direct"
-            self.dft = k("dft_direct")
+            self.dft = rt.launcher("fft", "dft_direct")
             self.tw = cla.to_device(rt.queue, _twiddles(n))
         else:
             self.kind = "bluestein"
@@ -163,8 +164,9 @@ class _Plan:
             self.inner = plan(rt, self.m)
             self.filter = self.inner.run(cla.to_device(rt.queue, b.astype(np.complex64)),
                                          False, 1.0)
-            self.chirp_in, self.multiply = k("bluestein_chirp_in"), k("bluestein_multiply")
-            self.chirp_out = k("bluestein_chirp_out")
+            self.chirp_in = rt.launcher("fft", "bluestein_chirp_in")
+            self.multiply = rt.launcher("fft", "bluestein_multiply")
+            self.chirp_out = rt.launcher("fft", "bluestein_chirp_out")
 
     def run(self, x, inverse: bool, scale: float):
         """A new array: the (unnormalised, times ``scale``) transform of each row of ``x``."""
@@ -173,20 +175,20 @@ class _Plan:
         out = rt.empty(x.shape, np.complex64)
         args = (np.int32(rows), np.int32(n))
         if self.kind == "direct":
-            rt.launch(self.dft, (n, rows), None, x.data, out.data, self.tw.data, *args,
-                      np.int32(inverse), np.float32(scale))
+            self.dft((n, rows), None, x.data, out.data, self.tw.data, *args,
+                     np.int32(inverse), np.float32(scale))
         elif self.kind == "local":
             tw = self.tw_inverse if inverse else self.tw
-            blocks = -(-rows // max(self.vr, 1))  # fft_rows: blocks of VR rows
+            blocks = ceil_div(rows, max(self.vr, 1))  # fft_rows: blocks of VR rows
             spread = self.groups_per_cu * rt.device.max_compute_units
-            per_group = max(1, -(-blocks // spread)) if spread else 1
-            groups = -(-blocks // per_group)
+            per_group = max(1, ceil_div(blocks, spread)) if spread else 1
+            groups = ceil_div(blocks, per_group)
             size = self.local_size
-            rt.launch(self.local, (size, groups) if not self.vr else (groups,),
-                      (size, 1) if not self.vr else (1,), x.data, out.data, tw.data,
-                      self.table.data, np.int32(len(self.radices)), *args,
-                      np.int32(per_group), np.int32(inverse), np.float32(scale),
-                      cl.LocalMemory(2 * 8 * n * max(self.vr, 1)))
+            self.local((size, groups) if not self.vr else (groups,),
+                       (size, 1) if not self.vr else (1,), x.data, out.data, tw.data,
+                       self.table.data, np.int32(len(self.radices)), *args,
+                       np.int32(per_group), np.int32(inverse), np.float32(scale),
+                       cl.LocalMemory(2 * 8 * n * max(self.vr, 1)))
         elif self.kind in ("pow2", "mixed"):
             count = len(self.stages)
             spare = rt.empty(x.shape, np.complex64)
@@ -198,21 +200,21 @@ class _Plan:
                 mixed = self.kind == "mixed"
                 extra = (np.int32(radix),) if mixed else ()
                 tw = self.tw_inverse if mixed and inverse else self.tw
-                rt.launch(stage, (n // radix, rows), None, src.data, dst.data, tw.data,
-                          *args, np.int32(p), *extra, np.int32(inverse),
-                          np.float32(scale if last else 1.0))
+                stage((n // radix, rows), None, src.data, dst.data, tw.data,
+                      *args, np.int32(p), *extra, np.int32(inverse),
+                      np.float32(scale if last else 1.0))
                 src, dst, p = dst, (spare if dst is out else out), radix * p
         else:
             m = self.m
             padded = rt.empty((rows, m), np.complex64)
-            rt.launch(self.chirp_in, (m, rows), None, x.data, padded.data, self.chirp.data,
-                      *args, np.int32(m), np.int32(inverse))
+            self.chirp_in((m, rows), None, x.data, padded.data, self.chirp.data,
+                          *args, np.int32(m), np.int32(inverse))
             spectrum = self.inner.run(padded, False, 1.0)
-            rt.launch(self.multiply, (m, rows), None, spectrum.data, self.filter.data,
-                      np.int32(rows), np.int32(m))
+            self.multiply((m, rows), None, spectrum.data, self.filter.data,
+                          np.int32(rows), np.int32(m))
             conv = self.inner.run(spectrum, True, 1.0 / m)
-            rt.launch(self.chirp_out, (n, rows), None, conv.data, out.data, self.chirp.data,
-                      *args, np.int32(m), np.int32(inverse), np.float32(scale))
+            self.chirp_out((n, rows), None, conv.data, out.data, self.chirp.data,
+                           *args, np.int32(m), np.int32(inverse), np.float32(scale))
         return out
 
 
@@ -293,7 +295,7 @@ class FFT(Layer):
 
 
 def _elementwise(rt, name, src, out, count):
-    rt.launch(rt.kernel("fft", name), (count,), None, src.data, out.data, np.int32(count))
+    rt.launcher("fft", name)((count,), None, src.data, out.data, np.int32(count))
     return out
 
 
@@ -317,8 +319,9 @@ def re_im(z, runtime=None):
     z = _complex_input(z, rt, "re_im input")
     n = z.shape[-1]
     out = rt.empty(z.shape[:-1] + (2 * n,))
-    rt.launch(rt.kernel("fft", "re_im"), (n, z.size // n), None, z.data, out.data,
-              np.int32(z.size // n), np.int32(n))
+    re_im = rt.launcher("fft", "re_im")
+    re_im((n, z.size // n), None, z.data, out.data,
+          np.int32(z.size // n), np.int32(n))
     return out
 
 
@@ -331,6 +334,7 @@ def from_re_im(r, runtime=None):
                          f"got shape {r.shape}")
     n = r.shape[-1] // 2
     z = rt.empty(r.shape[:-1] + (n,), np.complex64)
-    rt.launch(rt.kernel("fft", "from_re_im"), (n, r.size // (2 * n)), None, r.data, z.data,
-              np.int32(r.size // (2 * n)), np.int32(n))
+    from_re_im = rt.launcher("fft", "from_re_im")
+    from_re_im((n, r.size // (2 * n)), None, r.data, z.data,
+               np.int32(r.size // (2 * n)), np.int32(n))
     return z

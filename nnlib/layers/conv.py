@@ -12,6 +12,8 @@ Geometry, the same for both layers:
   out_len = (length - window) // step + 1; length < window is an error.
 ComplexConv1d stores its complex weights as float32 arrays with a trailing axis (re, im),
 which is float2 on the device; their gradients are dL/dRe + i dL/dIm.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tuning
-from ..activations import ACTIVATIONS, activation_code
+from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
+from ..sizes import ceil_div
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
-COMPLEX_ACTIVATIONS = {"none": 0, "tanh": 1, "split_sigmoid": 2, "modrelu": 3}
 
 
 def tile_candidates(rt) -> list:
@@ -73,9 +75,9 @@ class _Conv1dBase(Layer):
             raise ValueError(f"{name}: unknown layout {layout!r}; choose one of {LAYOUTS}")
         self.shared, self.layout, self.seed = bool(shared), layout, check_seed(name, seed)
         self.groups = 1 if self.shared else self.variables
-        k = lambda s: self.runtime.kernel("conv", f"{self.prefix}conv1d_{s}")  # noqa: E731
-        self._forward, self._input, self._weight = k("forward"), k("backward_input"), k(
-            "backward_weight")
+        self._forward, self._input, self._weight = (
+            self.runtime.launcher("conv", f"{self.prefix}conv1d_{product}")
+            for product in ("forward", "backward_input", "backward_weight"))
         self._blocked = None  # a register-blocked forward for step 1, if the layer has one
         self._x = self._y = None
 
@@ -127,23 +129,23 @@ class _Conv1dBase(Layer):
         rows, t = int(geo[0]), int(geo[6])
         if self._blocked is not None and self.step == 1:
             cv, cf = self._tile["CV"], self._tile["CF"]
-            self.runtime.launch(self._blocked, (-(-t // cv), -(-self.filters // cf), rows),
-                                None, x.data, self.weight.value.data, self.bias.value.data,
-                                out.data, *geo[:4], *geo[5:])
+            self._blocked((ceil_div(t, cv), ceil_div(self.filters, cf), rows),
+                          None, x.data, self.weight.value.data, self.bias.value.data,
+                          out.data, *geo[:4], *geo[5:])
             return
-        self.runtime.launch(self._forward, (t, self.filters, rows), None, x.data,
-                            self.weight.value.data, self.bias.value.data, out.data, *geo,
-                            *extra)
+        self._forward((t, self.filters, rows), None, x.data,
+                      self.weight.value.data, self.bias.value.data, out.data, *geo,
+                      *extra)
 
     def _conv_backward(self, dz):
         """dL/dx from dL/dz (before the activation); accumulates weight.grad and bias.grad."""
         x, geo = self._x, self._geometry(self._x)
         rows, length = int(geo[0]), x.shape[2]
-        self.runtime.launch(self._weight, (self.window + 1, self.filters, self.groups), None,
-                            dz.data, x.data, self.weight.grad.data, self.bias.grad.data, *geo)
+        self._weight((self.window + 1, self.filters, self.groups), None,
+                     dz.data, x.data, self.weight.grad.data, self.bias.grad.data, *geo)
         dx = self.runtime.empty(x.shape, self.dtype)
-        self.runtime.launch(self._input, (length, rows), None, dz.data,
-                            self.weight.value.data, dx.data, *geo)
+        self._input((length, rows), None, dz.data,
+                    self.weight.value.data, dx.data, *geo)
         return dx
 
     def release(self) -> None:
@@ -179,7 +181,7 @@ class Conv1d(_Conv1dBase):
                                 block_size=self.window, runtime=self.runtime)
         self.bias = Parameter(rng.uniform(-bound, bound, shape), "bias", block_size=1,
                               runtime=self.runtime)
-        self._act_backward = self.runtime.kernel("activation", "activation_backward")
+        self._act_backward = self.runtime.launcher("activation", "activation_backward")
 
     def forward(self, x):
         x = self._take_input(x)
@@ -192,8 +194,8 @@ class Conv1d(_Conv1dBase):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
         dy = self._take_grad(grad_out)
         dz = self.runtime.empty(dy.shape)
-        self.runtime.launch(self._act_backward, (dy.size,), None, self._y.data, dy.data,
-                            dz.data, np.int32(dy.size), np.int32(self.act))
+        self._act_backward((dy.size,), None, self._y.data, dy.data,
+                           dz.data, np.int32(dy.size), np.int32(self.act))
         return self._conv_backward(dz)
 
 
@@ -229,10 +231,10 @@ class ComplexConv1d(_Conv1dBase):
                                 block_size=2 * self.window, runtime=self.runtime)
         self.bias = Parameter(rng.uniform(-bound, bound, shape + (2,)), "bias", block_size=2,
                               runtime=self.runtime)
-        self._act = [self.runtime.kernel("conv", f"complex_activation_{s}")
+        self._act = [self.runtime.launcher("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
         self._tile = _tile or complex_tile(self.runtime)  # _tile: the tuner's trials
-        tiled = lambda name: self.runtime.kernel(  # noqa: E731
+        tiled = lambda name: self.runtime.launcher(  # noqa: E731
             "conv", name, (f"-DCV={self._tile['CV']}", f"-DCF={self._tile['CF']}"))
         self._blocked = tiled("cconv1d_forward_blocked")
         self._pad, self._input_blocked = tiled("cconv1d_pad_grad"), tiled(
@@ -253,10 +255,10 @@ class ComplexConv1d(_Conv1dBase):
         (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy
         (B32 V8 L1024 W16 F16 on 2 Zen 3 cores: 1 chunk 120 ms, 4-32 chunks 50-75 ms)."""
         cv, cf = self._tile["CV"], self._tile["CF"]
-        items = -(-self.window // cv) * -(-self.filters // cf) * self.groups
+        items = ceil_div(self.window, cv) * ceil_div(self.filters, cf) * self.groups
         per_group = rows // self.variables if self.groups > 1 else rows
         want = 512 * self.runtime.device.max_compute_units
-        return max(1, min(per_group, -(-want // items)))
+        return max(1, min(per_group, ceil_div(want, items)))
 
     def _conv_backward(self, dz):
         """The register-blocked gradients (step 1 for the input gradient, any step for the
@@ -266,22 +268,21 @@ class ComplexConv1d(_Conv1dBase):
         cv, cf, w, f = self._tile["CV"], self._tile["CF"], self.window, self.filters
         chunks = self._chunks(rows)
         part = rt.empty((chunks, self.groups, f, w + 1), np.complex64)
-        rt.launch(self._weight_blocked, (-(-w // cv), -(-f // cf), self.groups * chunks), None,
-                  dz.data, x.data, part.data, *geo, np.int32(chunks))
-        rt.launch(self._reduce, (w + 1, f, self.groups), None, part.data,
-                  self.weight.grad.data, self.bias.grad.data, np.int32(w), np.int32(f),
-                  np.int32(self.groups), np.int32(chunks))
+        self._weight_blocked((ceil_div(w, cv), ceil_div(f, cf), self.groups * chunks), None,
+                             dz.data, x.data, part.data, *geo, np.int32(chunks))
+        self._reduce((w + 1, f, self.groups), None, part.data, self.weight.grad.data,
+                     self.bias.grad.data, np.int32(w), np.int32(f), np.int32(self.groups),
+                     np.int32(chunks))
         if self.step != 1:
             dx = rt.empty(x.shape, self.dtype)
-            rt.launch(self._input, (length, rows), None, dz.data, self.weight.value.data,
-                      dx.data, *geo)
+            self._input((length, rows), None, dz.data, self.weight.value.data, dx.data, *geo)
             return dx
         padded = rt.empty((rows, f, length + w - 1), np.complex64)
-        rt.launch(self._pad, (length + w - 1, rows), None, dz.data, padded.data, geo[0],
-                  geo[2], geo[3], geo[5], geo[6], geo[8], geo[9])
+        self._pad((length + w - 1, rows), None, dz.data, padded.data, geo[0], geo[2], geo[3],
+                  geo[5], geo[6], geo[8], geo[9])
         dx = rt.empty(x.shape, self.dtype)
-        rt.launch(self._input_blocked, (-(-length // cv), rows), None, padded.data,
-                  self.weight.value.data, dx.data, *geo[:4], geo[5], geo[7])
+        self._input_blocked((ceil_div(length, cv), rows), None, padded.data,
+                            self.weight.value.data, dx.data, *geo[:4], geo[5], geo[7])
         return dx
 
     def complex_weight(self) -> np.ndarray:
@@ -300,9 +301,9 @@ class ComplexConv1d(_Conv1dBase):
         y = z
         if self.act:
             y = self.runtime.empty(z.shape, np.complex64)
-            self.runtime.launch(self._act[0], (z.size,), None, z.data, y.data,
-                                np.int32(z.size), np.int32(self.act),
-                                np.float32(self.modrelu_b))
+            self._act[0]((z.size,), None, z.data, y.data,
+                         np.int32(z.size), np.int32(self.act),
+                         np.float32(self.modrelu_b))
         self._x, self._z, self._y = x, z, y
         return y
 
@@ -312,7 +313,7 @@ class ComplexConv1d(_Conv1dBase):
         gz = gy
         if self.act:
             gz = self.runtime.empty(gy.shape, np.complex64)
-            self.runtime.launch(self._act[1], (gy.size,), None, self._z.data, self._y.data,
-                                gy.data, gz.data, np.int32(gy.size), np.int32(self.act),
-                                np.float32(self.modrelu_b))
+            self._act[1]((gy.size,), None, self._z.data, self._y.data,
+                         gy.data, gz.data, np.int32(gy.size), np.int32(self.act),
+                         np.float32(self.modrelu_b))
         return self._conv_backward(gz)
