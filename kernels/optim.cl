@@ -112,8 +112,8 @@ kernel void sgd_update(global float *w, global const float *g, global float *v,
     if (first >= n || skip[1])
         return;
     floatv wi = load_v(w, first, n), grad = load_v(g, first, n);
-    // BEGIN SOLUTION
-    // HINT: g' = g + weight_decay w; v = momentum v + g'; w -= lr v (Nesterov: lr (g' + momentum v))
+    // ### BEGIN SOLUTION
+    // HINT: the comment above the kernel is the rule; exercises.hint("sgd_update", 1) a nudge
     // HINT: load_v(v, first, n) reads this item's VW velocities, store_v(x, v, first, n) writes them
     grad += weight_decay * wi;
     floatv step = grad;
@@ -123,7 +123,7 @@ kernel void sgd_update(global float *w, global const float *g, global float *v,
         step = nesterov ? grad + momentum * vel : vel;
     }
     store_v(wi - lr * step, w, first, n);
-    // END SOLUTION
+    // ### END SOLUTION
 }
 
 // Adam / AdamW as torch.optim: with decoupled decay (AdamW) w *= 1 - lr wd first, else (Adam)

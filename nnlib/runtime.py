@@ -76,15 +76,21 @@ def _shown(path: Path) -> str:
     return f"kernels/{path.name}" if path.parent == kernel_dir() else str(path)
 
 
-def source(topic: str, kernel: str | None = None) -> str:
+# The exercise markers of kernels/*.cl (tools/make_exercises.py): not part of what is shown.
+_EXERCISE_MARKERS = re.compile(r"^[ \t]*//\s*(###\s*)?(BEGIN SOLUTION|END SOLUTION|HINT:|STUB:)"
+                               r".*\n", re.MULTILINE)
+
+
+def source(topic: str, kernel: str | None = None, folder=None) -> str:
     """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel), or only
-    the kernel function ``kernel`` with the comment lines just above it."""
-    text = _kernel_file(topic).read_text()
+    the kernel function ``kernel`` with the comment lines just above it, without exercise
+    markers. ``folder``: read ``<folder>/<topic>.cl`` if it exists (a student's copy)."""
+    text = _EXERCISE_MARKERS.sub("", _kernel_file(topic, folder).read_text())
     if kernel is None:
         return text
     match = re.search(rf"^kernel void {kernel}\(", text, re.MULTILINE)
     if match is None:
-        raise KeyError(f"kernels/{topic}.cl has no kernel {kernel!r}")
+        raise KeyError(f"{topic}.cl has no kernel {kernel!r}")
     lines = text[:match.start()].splitlines()
     while lines and lines[-1].startswith("//"):
         lines.pop()

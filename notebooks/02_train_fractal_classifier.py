@@ -190,23 +190,31 @@ assert all(confusion[k, k] / confusion[:, k].sum() > 2 * base_rate for k in (0, 
 # the constant answer scores 1/3 whatever the class balance. Write it and run the check; then
 # compare the network with the constant answer on the test set.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "balanced_accuracy_code", "locked": false, "schema_version": 3, "solution": true}
 from nnlib import exercises
 
 
 def balanced_accuracy(y_true, y_pred, n_classes):
+    # exercises.hint("balanced_accuracy", 1) gives a nudge, level 2 the formula
     ### BEGIN SOLUTION
-    # HINT: for each class k present in y_true, its recall is np.mean(y_pred[y_true == k] == k)
     recalls = [np.mean(y_pred[y_true == k] == k) for k in range(n_classes) if np.any(y_true == k)]
     return float(np.mean(recalls))
     ### END SOLUTION
 
 
-exercises.check_balanced_accuracy(balanced_accuracy)
+# %% nbgrader={"grade": true, "grade_id": "balanced_accuracy", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_balanced_accuracy(balanced_accuracy)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %% tags=["nbval-ignore-output"]
+# %% [markdown]
+# Now compare the network with the constant answer on the test set: `pred` holds the
+# network's test predictions, and the constant answer is `np.full_like(y_test, 2)`.
+
+# %% tags=["nbval-ignore-output"] nbgrader={"grade": false, "grade_id": "compare_constant", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-# HINT: pred holds the network's test predictions; the constant answer is np.full_like(y_test, 2)
 print(f"balanced accuracy on the test set: network {balanced_accuracy(y_test, pred, 3):.3f}, "
       f"always 'none' {balanced_accuracy(y_test, np.full_like(y_test, 2), 3):.3f}")
 assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/3

@@ -67,7 +67,7 @@ for d in nnlib.devices():
 # row `b` of x with row `j` of W.
 
 # %%
-print(nnlib.source("dense", "dense_forward_seed"))
+print(nnlib.source("dense", "dense_forward_seed", folder="../kernels"))
 
 # %% [markdown]
 # The blocked forward kernel gives each work-item a tile of 6 samples x 4 neurons. It keeps 24
@@ -76,7 +76,7 @@ print(nnlib.source("dense", "dense_forward_seed"))
 # each loaded value is used 4 or 6 times.
 
 # %%
-print(nnlib.source("dense", "gemm_nt"))
+print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 
 # %% [markdown]
 # Why the difference matters on a CPU:

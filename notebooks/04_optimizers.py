@@ -68,7 +68,7 @@ print(inspect.getsource(ref.adam_step))
 # `sqrt_bc2` $= \sqrt{1-\beta_2^t}$:
 
 # %%
-print(nnlib.source("optim", "adam_update"))
+print(nnlib.source("optim", "adam_update", folder="../kernels"))
 
 # %% [markdown]
 # Every rule against its numpy reference for 25 steps, on a tensor wider than the device's
@@ -106,7 +106,7 @@ for label, (make, reference, n_state) in rules.items():
 # memory until one is left:
 
 # %%
-print(nnlib.source("optim", "adam_mini_update"))
+print(nnlib.source("optim", "adam_mini_update", folder="../kernels"))
 
 # %% [markdown]
 # The source article's kernel differs in three ways, each a bug.
@@ -532,7 +532,11 @@ widgets.interact_manual.options(manual_name="Train 3 epochs")(
 # In the exercise version of this notebook (`make exercises`) the body of `sgd_update` in
 # `../kernels/optim.cl` is yours to write: weight decay, momentum, Nesterov.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "sgd_update", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_sgd_update("../kernels")
+verdict = exercises.check_sgd_update("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

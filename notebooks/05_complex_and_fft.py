@@ -54,10 +54,7 @@ print(rt)
 # with the line `// requires: complex.cl`, and the runtime joins the two sources.
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("complex"))
-### STUB: print(open("../kernels/complex.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("complex", folder="../kernels"))
 
 # %% [markdown]
 # The last kernel, `complex_ops`, is a window on the helpers: one work-item per element
@@ -296,10 +293,7 @@ plt.show()
 # The kernels:
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("fft"))
-### STUB: print(open("../kernels/fft.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("fft", folder="../kernels"))
 
 # %% [markdown]
 # Each algorithm against numpy, on 3 rows, with the round trip $\mathrm{ifft}(\mathrm{fft}
@@ -471,10 +465,18 @@ assert device_s > 0 and numpy_s > 0
 # (one butterfly). Write each one and run its check: it runs your code on awkward sizes,
 # compares with `nnlib.reference` and names the likely mistake.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "cmulconj", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_cmulconj("../kernels")
+verdict = exercises.check_cmulconj("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %%
-exercises.check_fft_radix2_stage("../kernels")
+# %% nbgrader={"grade": true, "grade_id": "fft_radix2_stage", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_fft_radix2_stage("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
