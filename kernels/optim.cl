@@ -206,6 +206,8 @@ kernel void adan_update(global float *w, global const float *g, global float *m,
         return;
     floatv grad = load_v(g, first, n);
     int first_step = t - skip[0] == 1;  // the first step not skipped: g_prev = g
+    // ### BEGIN SOLUTION
+    // HINT: the comment above the kernel is the rule; exercises.hint("adan_update", 1) a nudge
     floatv diff = first_step ? (floatv)0.0f : grad - load_v(g_prev, first, n);
     floatv mi = beta1 * load_v(m, first, n) + (1.0f - beta1) * grad;
     floatv di = beta2 * load_v(d, first, n) + (1.0f - beta2) * diff;
@@ -220,4 +222,5 @@ kernel void adan_update(global float *w, global const float *g, global float *m,
     floatv wi = load_v(w, first, n);
     store_v(no_prox ? wi * (1.0f - lr * weight_decay) - step
                     : (wi - step) / (1.0f + lr * weight_decay), w, first, n);
+    // ### END SOLUTION
 }

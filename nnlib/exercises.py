@@ -41,7 +41,7 @@ from .runtime import KernelBuildError, get_runtime
 
 __all__ = ["Verdict", "check_activation_grad", "check_adan_update", "check_balanced_accuracy",
            "check_cmulconj", "check_confusion_matrix", "check_dense_backward_input",
-           "check_dense_backward_weight", "check_dense_forward", "check_dense_forward_tiled",
+           "check_dense_backward_weight", "check_dense_forward", "check_dense_forward_blocked",
            "check_fft_radix2_stage", "check_intensity", "check_masked_softmax",
            "check_output_gradient", "check_sgd_update", "check_vector_add",
            "check_vector_scale", "hint"]
@@ -629,6 +629,149 @@ def check_balanced_accuracy(balanced_accuracy) -> Verdict:
     return _verdict("check_balanced_accuracy", "balanced_accuracy", cases)
 
 
+def check_confusion_matrix(confusion_matrix) -> Verdict:
+    """``confusion_matrix(y_true, y_pred, n_classes)``: counts c[i, j] of the samples of true
+    class i predicted as class j, an (n_classes, n_classes) integer array."""
+    params = ("y_true", "y_pred", "n_classes")
+
+    def cases():
+        _function(confusion_matrix, "confusion_matrix", params)
+        rng = _rng()
+        for y_true, y_pred, k in ((np.array([2]), np.array([0]), 3),
+                                  (rng.integers(0, 3, 50), rng.integers(0, 3, 50), 3),
+                                  (np.array([0, 0, 1]), np.array([1, 1, 1]), 4),
+                                  (rng.integers(0, 5, 301), rng.integers(0, 5, 301), 5)):
+            want = np.zeros((k, k))
+            np.add.at(want, (y_true, y_pred), 1)
+            mistakes = {"rows are the true classes, columns the predictions: c[y_true, y_pred]":
+                        want.T,
+                        "count every sample: np.add.at, or a loop; c[y_true, y_pred] += 1 "
+                        "counts a repeated pair once": np.minimum(want, 1)}
+            yield Case(f"{len(y_true)} samples, {k} classes",
+                       lambda a=y_true, b=y_pred, k=k: _call(confusion_matrix, a, b, k),
+                       want, "the matrix", mistakes)
+    return _verdict("check_confusion_matrix", "confusion_matrix", cases, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- notebook 03
+
+def check_intensity(intensity) -> Verdict:
+    """``intensity(batch, n_in, n_out)``: the FLOP per byte of a dense forward pass whose
+    float32 operands x, W and y each move once between memory and the device (the bias is
+    negligible), as ``benchmarks.roofline.dense_intensity``."""
+    def cases():
+        _function(intensity, "intensity", ("batch", "n_in", "n_out"))
+        for batch, n_in, n_out in ((1, 1024, 1024), (64, 512, 512), (7, 240, 3), (256, 64, 4096)):
+            flops = 2.0 * batch * n_in * n_out
+            operands = batch * n_in + n_in * n_out + batch * n_out
+            mistakes = {
+                "a multiply-add is 2 floating-point operations": flops / 2 / (4 * operands),
+                "a float32 is 4 bytes: divide by bytes, not by values": flops / operands,
+                "y is written to memory: count its bytes too":
+                    flops / (4 * (batch * n_in + n_in * n_out)),
+                "the weights move once per batch, not once per sample":
+                    flops / (4 * batch * (n_in + n_in * n_out + n_out))}
+            if batch == 1:
+                del mistakes["the weights move once per batch, not once per sample"]
+            yield Case(f"batch {batch}, {n_in} -> {n_out}",
+                       lambda a=(batch, n_in, n_out): _call(intensity, *a),
+                       np.array(flops / (4 * operands)), "the intensity", mistakes,
+                       "FLOP = 2 batch n_in n_out; bytes = 4 (batch n_in + n_in n_out + "
+                       "batch n_out)")
+    return _verdict("check_intensity", "intensity", cases, rtol=1e-3, atol=0)
+
+
+_DENSE_PARAMS = ("x", "w", "bias", "y", "batch", "n_in", "n_out", "act")
+BLOCK = 4  # the R of kernels/blocked.cl: outputs per work-item along each dimension
+SPEED_SHARE = 1.5  # the student's blocked kernel may take this many times nnlib's
+ROUNDS = 8  # timed launches of each kernel (the first warms up); the fastest counts
+
+
+def _blocked_launch(kernel, x, w, b, act="tanh"):
+    """``kernel`` (dense_forward_blocked's signature) over R x R blocks; returns (y, event)."""
+    rt = get_runtime()
+    (batch, n_in), n_out = x.shape, w.shape[0]
+    grid = (-(-n_out // BLOCK), -(-batch // BLOCK))
+    y = _Output((batch, n_out), BLOCK * BLOCK * _guard(grid))
+    limit = rt.work_group_size(kernel)
+    local = (min(16, limit), max(1, min(4, limit // 16)))
+    event = rt.launch(kernel, grid, local, _device(x).data, _device(w).data, _device(b).data,
+                      y.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out),
+                      np.int32(ACTIVATIONS[act]))
+    event.wait()
+    return y, event
+
+
+@_in_worker
+def check_dense_forward_blocked(folder, speed: bool = True) -> Verdict:
+    """``dense_forward_blocked`` in ``<folder>/blocked.cl``: right on awkward sizes and, with
+    ``speed``, at least N times as fast as the one-work-item-per-output kernel
+    (dense_forward_seed) on this device, N being the speedup nnlib's own blocked kernel
+    reaches over it in the same run, divided by SPEED_SHARE. (On a GPU N is well above 1; on
+    a CPU, where PoCL vectorizes the one-per-output kernel across work-items, it may not be.)"""
+    def cases():
+        kernel = _kernel(folder, "blocked", "dense_forward_blocked", _DENSE_PARAMS)
+        rng = _rng()
+        for batch, n_in, n_out, act in ((1, 13, 7, "tanh"), (5, 33, 17, "sigmoid"),
+                                        (19, 38, 49, "relu"), (3, _wide(), 9, "none"),
+                                        (6, 5, 4 * _wide() + 2, "leaky_relu")):
+            x, w, _ = _dense_case(rng, batch, n_in, n_out)
+            b = rng.standard_normal(n_out).astype(np.float32)
+
+            def run(x=x, w=w, b=b, act=act):
+                return _blocked_launch(kernel, x, w, b, act)[0].get("y")
+            z = x @ w.T
+            yield Case(f"batch {batch}, {n_in} -> {n_out}, {act}", run,
+                       ref.dense_forward(x, w, b, act), "y",
+                       {"the bias is missing: add bias[j0 + c]": ref.activate(z, act),
+                        "the activation is missing: store activate(sum + bias, act)": z + b},
+                       "y[b0 + r, j0 + c] = activate(bias[j0 + c] + sum_k x[b0 + r, k] "
+                       "w[j0 + c, k], act) for every r, c inside the data")
+        if speed:
+            yield _speed_case(kernel, rng)
+    return _verdict("check_dense_forward_blocked", "dense_forward_blocked", cases)
+
+
+def _speed_case(kernel, rng) -> Case:
+    """Times the one-work-item-per-output kernel, nnlib's blocked kernel and the student's."""
+    rt = get_runtime()
+    naive = rt.kernel("dense", "dense_forward_seed")
+    reference = cl.Kernel(rt.program("blocked"), "dense_forward_blocked")
+    batch, n_in, n_out = 128, 512, 512
+    x, w, _ = _dense_case(rng, batch, n_in, n_out)
+    b = np.zeros(n_out, np.float32)
+
+    def naive_launch():
+        y = rt.empty((batch, n_out))
+        limit = rt.work_group_size(naive)
+        event = rt.launch(naive, (n_out, batch), (min(16, limit), max(1, min(4, limit // 16))),
+                          _device(x).data, _device(w).data, _device(b).data, y.data,
+                          np.int32(batch), np.int32(n_in), np.int32(n_out), np.int32(0))
+        event.wait()
+        return y, event
+
+    def run():
+        launches = (naive_launch, lambda: _blocked_launch(reference, x, w, b, "none"),
+                    lambda: _blocked_launch(kernel, x, w, b, "none"))
+        best = [np.inf] * 3
+        for _ in range(ROUNDS):  # interleaved: a busy moment slows all three alike
+            for i, launch in enumerate(launches):
+                best[i] = min(best[i], _event_seconds(launch()[1]))
+        t_naive, t_ref, t_student = best
+        need, got = t_naive / t_ref / SPEED_SHARE, t_naive / t_student
+        if got < need:
+            raise NotYet(f"your kernel is {got:.2f} times as fast as the one-work-item-per-"
+                         f"output kernel; at least {need:.2f} is needed (nnlib's blocked kernel "
+                         f"reaches {t_naive / t_ref:.2f} on this device, in this run). Does each "
+                         f"value loaded from x and W serve R outputs?")
+        return np.array(0.0)
+    return Case(f"speed: batch {batch}, {n_in} -> {n_out}", run, np.array(0.0), "speed")
+
+
+def _event_seconds(event) -> float:
+    return (event.profile.end - event.profile.start) * 1e-9
+
+
 # ---------------------------------------------------------------- notebook 04
 
 @_in_worker
@@ -663,6 +806,59 @@ def check_sgd_update(folder) -> Verdict:
                        "g' = g + wd w; v = momentum v + g'; w -= lr v "
                        "(Nesterov: lr (g' + momentum v); momentum 0: lr g')")
     return _verdict("check_sgd_update", "sgd_update", cases)
+
+
+@_in_worker
+def check_adan_update(folder) -> Verdict:
+    """``adan_update`` in ``<folder>/optim.cl`` (launched as nnlib.optim.Adan does) against
+    ``nnlib.reference.adan_step``; compares (w, m, d, n, g_prev) after the first and after a
+    later step."""
+    params = ("w", "g", "m", "d", "nu", "g_prev", "skip", "n", "lr", "beta1", "beta2", "beta3",
+              "eps", "weight_decay", "no_prox", "t", "step_size", "step_size_d", "sqrt_bc3")
+
+    def cases():
+        vw = get_runtime().vector_width
+        kernel = _kernel(folder, "optim", "adan_update", params, (f"-DVW={vw}",))
+        rng = _rng()
+        skip = _device(np.zeros(2, np.int32), np.int32)
+        lr, betas, eps = 0.01, (0.98, 0.92, 0.99), 1e-8
+        for n, t, wd, no_prox in ((1, 1, 0.0, 0), (37, 3, 0.02, 0), (_wide(), 2, 0.02, 1)):
+            w, g, g_prev = rng.standard_normal((3, n)).astype(np.float32)
+            m, d = (0.1 * rng.standard_normal((2, n))).astype(np.float32)
+            nu = (0.1 * rng.random(n)).astype(np.float32)
+            state = (w, m, d, nu, g_prev)
+            bc1, bc2, bc3 = (1 - b**t for b in betas)
+
+            def run(state=state, g=g, t=t, wd=wd, no_prox=no_prox, bc=(bc1, bc2, bc3)):
+                outs = [_Output(a.shape, _guard(a.shape), initial=a) for a in state]
+                _launch(kernel, (-(-g.size // vw),), outs[0].array.data, _device(g).data,
+                        *(o.array.data for o in outs[1:]), skip.data, np.int32(g.size),
+                        np.float32(lr), *(np.float32(b) for b in betas), np.float32(eps),
+                        np.float32(wd), np.int32(no_prox), np.int32(t),
+                        np.float32(lr / bc[0]), np.float32(lr * betas[1] / bc[1]),
+                        np.float32(np.sqrt(bc[2])))
+                return np.stack([o.get(name) for o, name in
+                                 zip(outs, ("w", "m", "d", "n", "g_prev"))])
+            args = dict(lr=lr, betas=betas, eps=eps, weight_decay=wd, no_prox=bool(no_prox))
+            want = np.stack(ref.adan_step(*(a.astype(np.float64) for a in (w, g, m, d, nu,
+                                                                          g_prev)), t, **args))
+            mistakes = {"store g in g_prev: the next step's difference needs it":
+                        np.concatenate([want[:4], g_prev[None]])}
+            if t > 1:
+                no_diff = np.stack(ref.adan_step(*(a.astype(np.float64) for a in (
+                    w, g, m, d, nu, g)), t, **args))
+                mistakes["diff = g - g_prev (0 only on the first step)"] = no_diff
+            if wd:
+                other = dict(args, no_prox=not no_prox)
+                mistakes["proximal decay (no_prox = 0) divides: w = (w - step) / (1 + lr wd); "
+                         "no_prox multiplies: w (1 - lr wd) - step"] = np.stack(
+                    ref.adan_step(*(a.astype(np.float64) for a in (w, g, m, d, nu, g_prev)),
+                                  t, **other))
+            yield Case(f"n = {n}, step {t}, decay {wd}{', no_prox' if no_prox else ''}", run,
+                       want, "(w, m, d, n, g_prev)", mistakes,
+                       "m, d, n are moving averages of g, diff and u^2 (u = g + beta2 diff), "
+                       "see exercises.hint(\"adan_update\", 2)")
+    return _verdict("check_adan_update", "adan_update", cases, rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------- notebook 05
@@ -823,11 +1019,12 @@ HINTS = {  # exercise -> hints, a nudge first, then the formula
         "once between memory and the device.",
         "flops = 2 batch n_in n_out; bytes = 4 (batch n_in + n_in n_out + n_out + "
         "batch n_out); intensity = flops / bytes."),
-    "dense_forward_tiled": (
-        "Let a work-group load a TILE x TILE block of x and of W into local memory once, then "
-        "every work-item of the group reads it TILE times.",
-        "for each k0 in steps of TILE: xs[ly][lx] = x[b, k0 + lx], ws[ly][lx] = w[j0 + ly, "
-        "k0 + lx] (0 past the data); barrier; sum += xs[ly][k] ws[lx][k] over k; barrier."),
+    "dense_forward_blocked": (
+        "Keep an R x R block of sums in registers: per step of k, load R float4 of x and R "
+        "of W, and use each in R dot products.",
+        "acc[r][c] += dot(vload4(0, x + (b0 + r) n_in + k), vload4(0, w + (j0 + c) n_in + k)) "
+        "for k in steps of 4, the tail one by one; store activate(acc[r][c] + bias[j0 + c]) "
+        "where b0 + r < batch and j0 + c < n_out."),
     "sgd_update": (
         "Weight decay goes into the gradient first; momentum keeps a velocity per weight.",
         "g' = g + wd w; v = momentum v + g'; w -= lr v (Nesterov: lr (g' + momentum v); "

@@ -349,6 +349,8 @@ class Runtime:
         # (source, options) -> program, least recently used first
         self._programs: OrderedDict = OrderedDict()
         self._kernels: dict = {}  # (topic, name, options) -> kernel of kernels/<topic>.cl
+        self.kernel_folder = None  # use_kernels(): a folder read before kernels/ ...
+        self.kernel_topics = None  # ... for these topics (None: all)
         # Held while a shared kernel's arguments are set and it is enqueued (OpenCL kernel
         # arguments are not thread-safe), and while the program cache changes.
         self.lock = threading.RLock()
@@ -365,6 +367,8 @@ class Runtime:
         """``kernels/<topic>.cl`` (or ``<folder>/<topic>.cl``) built once per runtime, source
         text and option set: an edited file is built again. The last MAX_PROGRAMS builds are
         kept. Every build flushes subnormal floats (below 1.2e-38) to zero (BUILD_OPTIONS)."""
+        if folder is None and (self.kernel_topics is None or topic in self.kernel_topics):
+            folder = self.kernel_folder
         src = program_source(topic, folder)
         key = (src, tuple(options))
         with self.lock:
@@ -570,6 +574,21 @@ def use_device(spec=None, profile: str | None = None) -> Runtime:
             _runtimes[key] = Runtime(device, profile)
         _default = _runtimes[key]
         return _default
+
+
+def use_kernels(folder=None, topics=None, runtime=None) -> Runtime:
+    """Build the kernels of ``topics`` (e.g. ``("dense", "activation", "loss")``; None: all)
+    from ``<folder>/<topic>.cl`` where that file exists (a student's kernels), else from
+    ``kernels/``; ``folder=None`` goes back to ``kernels/``. Layers and optimizers made after
+    this call use them. Returns the runtime (default: the default one)."""
+    rt = resolve_runtime(runtime)
+    if folder is not None and not Path(folder).is_dir():
+        raise FileNotFoundError(f"use_kernels: no folder {folder}")
+    with rt.lock:
+        rt.kernel_folder = None if folder is None else Path(folder).resolve()
+        rt.kernel_topics = None if topics is None else tuple(topics)
+        rt._kernels.clear()
+    return rt
 
 
 def resolve_runtime(runtime) -> Runtime:

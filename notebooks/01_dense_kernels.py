@@ -21,6 +21,9 @@
 # **output gradient**, the **hidden gradient** and the **weight update**. We derive the maths,
 # read each kernel, run it, and check it against a numpy reference and against finite
 # differences.
+#
+# The source article: Dmitriy Gizlyk, ["Neural networks made easy (Part 5): Multithreaded calculations in
+# OpenCL"](https://www.mql5.com/en/articles/8435), MQL5 Articles, 2020.
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt

@@ -19,7 +19,9 @@
 # The article behind notebook 01 trains its OpenCL network on hourly EURUSD candles: from the
 # last 20 candles, predict whether the newest candle will turn out to be an **upper fractal**,
 # a **lower fractal**, or **neither**. We repeat the experiment with nnlib, plot the learning
-# curves, and look honestly at what the accuracy means.
+# curves, and look honestly at what the accuracy means. The article: Dmitriy Gizlyk,
+# ["Neural networks made easy (Part 5): Multithreaded calculations in
+# OpenCL"](https://www.mql5.com/en/articles/8435), MQL5 Articles, 2020.
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
@@ -210,6 +212,28 @@ assert verdict, verdict.report
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# Where do the network's mistakes go? A **confusion matrix** counts, for every true class
+# (row) and predicted class (column), how many samples fall there; its diagonal divided by
+# the row sums is each class's recall. Write `confusion_matrix` and run its check.
+
+# %% nbgrader={"grade": false, "grade_id": "confusion_matrix_code", "locked": false, "schema_version": 3, "solution": true}
+def confusion_matrix(y_true, y_pred, n_classes):
+    # exercises.hint("confusion_matrix", 1) gives a nudge, level 2 the answer
+    ### BEGIN SOLUTION
+    counts = np.zeros((n_classes, n_classes), dtype=int)
+    np.add.at(counts, (y_true, y_pred), 1)
+    return counts
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "confusion_matrix", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_confusion_matrix(confusion_matrix)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
 # Now compare the network with the constant answer on the test set: `pred` holds the
 # network's test predictions, and the constant answer is `np.full_like(y_test, 2)`.
 
@@ -219,3 +243,28 @@ print(f"balanced accuracy on the test set: network {balanced_accuracy(y_test, pr
       f"always 'none' {balanced_accuracy(y_test, np.full_like(y_test, 2), 3):.3f}")
 assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/3
 ### END SOLUTION
+
+# %% [markdown]
+# ### Train on your own kernels
+# The network above ran nnlib's kernels. `nnlib.use_kernels(folder, topics)` makes the layers
+# built after it read `<folder>/<topic>.cl` instead: with your kernels of notebook 01 (the
+# article's design, `variant="seed"`: one work-item per output value), the same classifier
+# trains on code you wrote. (In the solution workbook `../kernels` holds nnlib's own.) Run it
+# once notebook 01's checks pass.
+
+# %% tags=["nbval-ignore-output"]
+nnlib.use_kernels("../kernels", topics=("dense", "activation", "loss"))
+own = nnlib.Sequential([
+    nnlib.Dense(240, 128, "tanh", seed=1, variant="seed"),
+    nnlib.Dense(128, 64, "tanh", seed=2, variant="seed"),
+    nnlib.Dense(64, 3, "softmax", seed=3, variant="seed"),
+], loss="cross_entropy")
+own.fit(x_train, y_train, nnlib.optim.SGD(own.parameters(), lr=0.02, momentum=0.9),
+        epochs=5, batch_size=64, seed=0, progress=False)
+nnlib.use_kernels(None)  # back to nnlib's kernels
+own_pred = own.predict(x_test).argmax(axis=1)
+print(f"balanced accuracy on your kernels after 5 epochs: "
+      f"{balanced_accuracy(y_test, own_pred, 3):.3f}")
+
+# %%
+assert balanced_accuracy(y_test, own_pred, 3) > 0.4, "below what a trained network reaches"

@@ -21,6 +21,13 @@
 # place, with the state it keeps beside it. We write the rules as maths, as numpy and as
 # kernels, fix the bugs of the source article's Adam-mini kernel, and compare the four on two
 # problems: memory, speed, and the loss they reach.
+#
+# Sources: Dmitriy Gizlyk, ["Neural Networks in Trading: Reducing Memory Consumption with
+# Adam-mini Optimization"](https://www.mql5.com/en/articles/15352), MQL5 Articles, 2024 (the
+# article's kernels); Yushun Zhang et al., ["Adam-mini: Use Fewer Learning Rates To Gain
+# More"](https://arxiv.org/abs/2406.16793), ICLR 2025; Xingyu Xie et al., ["Adan: Adaptive
+# Nesterov Momentum Algorithm for Faster Optimizing Deep Models"](https://arxiv.org/abs/2208.06677),
+# IEEE TPAMI 2024 (summarised in the German article "Adan" on php.cn, 2023).
 
 # %% tags=["nbval-ignore-output"]
 import inspect
@@ -252,6 +259,20 @@ for name, make in makers.items():
         times.append(event_ms(*opt.events))
     print(f"{name:9} {np.median(times) * 1000:7.1f} us per step (kernels only)")
     assert 0 < np.median(times) < 1000
+
+# %% [markdown]
+# Adam-mini moves less memory than Adam (one second moment per block instead of one per
+# weight), yet its kernel is usually not faster, often slower. The reason is the block
+# reduction: a work-group must finish the mean of $g^2$ over its block before any of its
+# work-items may update a weight, so each group reads its block's gradient twice (once for
+# the sum, once for the update), waits at a barrier after every halving step of the local
+# reduction (log2 of the group size steps, most work-items idle in the last ones), and runs
+# one group per block: a small block leaves most of a large work-group idle, and on a CPU
+# every barrier is a switch between work-items that PoCL cannot vectorize across. Adam's
+# kernel is one pass with no barrier. What would make Adam-mini faster: reduce with the
+# device's sub-group (warp) operations instead of local memory (`sub_group_reduce_add`),
+# size the work-group to the block, fuse the sum of $g^2$ into the backward kernel that
+# produces $g$ (so the gradient is read once), and update all tensors in one launch.
 
 # %% [markdown]
 # ## A toy with block-diagonal curvature
@@ -526,16 +547,29 @@ widgets.interact_manual.options(manual_name="Train 3 epochs")(
 #    betas $(\beta_1, \beta_3)$.
 # 3. Stop each run of the steps-to-target experiment when it reaches the target, and compare
 #    the test losses then. Is Adan still behind?
-# 4. Write the SGD update yourself (below).
+# 4. Write the SGD update and the Adan update yourself (below).
 #
-# ### Checked exercise: the SGD update
-# In the exercise version of this notebook (`make exercises`) the body of `sgd_update` in
-# `../kernels/optim.cl` is yours to write: weight decay, momentum, Nesterov.
+# ### Checked exercises: the SGD and Adan updates
+# In the exercise version of this notebook (`make exercises`, or `make assignments` for
+# nbgrader) two kernels of your copy of `../kernels/optim.cl` are yours to write: the body of
+# `sgd_update` (weight decay, momentum, Nesterov) and the middle of `adan_update` (its three
+# moments, the step and the two kinds of weight decay; the comment above the kernel states
+# the rule, after the official Adan code: Xie et al., "Adan: Adaptive Nesterov Momentum
+# Algorithm for Faster Optimizing Deep Models", IEEE TPAMI 2024, arXiv:2208.06677). Each
+# check runs your kernel as `nnlib.optim` launches it, on one weight, an odd size and more
+# weights than a work-group holds. Stuck? `exercises.hint("adan_update", 1)`.
 
 # %% nbgrader={"grade": true, "grade_id": "sgd_update", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
 verdict = exercises.check_sgd_update("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "adan_update", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_adan_update("../kernels")
 print(verdict)
 ### BEGIN HIDDEN TESTS
 assert verdict, verdict.report
