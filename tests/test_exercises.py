@@ -80,6 +80,19 @@ def test_generated_notebooks_hold_stubs_not_solutions(generated):
     assert "recalls = " not in text and "YOUR CODE HERE" in text
 
 
+def _leaks(text: str) -> list[str]:
+    return sorted(line for line in SOLUTIONS if line in text)
+
+
+SOLUTIONS = make_exercises.solution_lines()
+
+
+def test_no_solution_reaches_the_hand_out(generated):
+    assert len(SOLUTIONS) > 50  # every exercise's lines, not a handful
+    for path in generated.rglob("*.*"):
+        assert not _leaks(path.read_text()), f"{path.name} holds solution lines"
+
+
 def test_stubbed_kernels_build(generated, rt):
     for path in (generated / "kernels").glob("*.cl"):
         rt.program(path.stem, folder=path.parent)
@@ -106,14 +119,21 @@ def test_exercise_notebooks_run_and_say_not_yet(generated):
         cells = [c for c in nb.cells if c.cell_type == "code" and "exercises.check_" in c.source]
         if not cells:
             continue  # identical to the solution notebook, which nbval runs
-        NotebookClient(nb, timeout=600, kernel_name="python3",
+        NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
+        for cell in nb.cells:  # only the student's own cells may fail (their stubs raise)
+            errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+            assert not errors or cell.metadata.get("nbgrader", {}).get("solution"), (
+                f"{path.name}: {cell.source!r} raised {errors[0].ename}: {errors[0].evalue}")
         for cell in cells:
             shown = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "")
                             for o in cell.outputs)
             assert ": not yet." in shown, f"{path.name}: {cell.source!r} showed {shown!r}"
             checked += 1
-    assert checked >= 5
+        printed = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "")
+                          for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        assert not _leaks(printed), f"{path.name} prints solution lines: {_leaks(printed)}"
+    assert checked >= 16
 
 
 # ---------------------------------------------------------------- the checks

@@ -45,6 +45,10 @@ def test_autograde_and_feedback(tmp_path):
     released = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", 4)
     assert not any("HIDDEN TESTS" in cell.source or "assert verdict" in cell.source
                    for cell in released.cells)
+    solutions = make_exercises.solution_lines()
+    for path in (course / "release").rglob("*.*"):
+        text = path.read_text()
+        assert not [line for line in solutions if line in text], f"{path} leaks a solution"
 
     solution = (kernel_dir() / "vector.cl").read_text()
     mistake = solution.replace("a[i] + b[i]", "a[i] - b[i]")

@@ -162,6 +162,24 @@ def exercise_notebook(path: Path, kernels: str = "../kernels", strip: bool = Tru
     return nb
 
 
+def solution_lines(notebook_dir: Path = ROOT / "notebooks",
+                   kernel_dir: Path = ROOT / "kernels") -> set[str]:
+    """Every code line of a solution (a region, a hidden test, a blanked kernel body) that
+    the exercise versions hold nowhere: none of them may reach a student."""
+    removed, kept = set(), set()
+    pairs = [(p.read_text(), t) for p, t in
+             ((kernel_dir / name, text) for name, text in exercise_kernels(kernel_dir).items())]
+    pairs += [(p.read_text(), strip_solutions(p.read_text(), "#", str(p), True)[0])
+              for p in notebooks(notebook_dir)]
+    for original, exercise in pairs:
+        lines = {line.strip() for line in original.splitlines()}
+        left = {line.strip() for line in exercise.splitlines()}
+        removed |= lines - left
+        kept |= left
+    return {line for line in removed - kept if len(line) > 12
+            and not line.startswith(("#", "//")) and not MARKER.match(line)}
+
+
 def notebooks(notebook_dir: Path) -> list[Path]:
     return sorted(notebook_dir.glob("[0-9][0-9]_*.py"))
 
