@@ -182,7 +182,7 @@ for r in rows:
         plt.plot(ai, r["fast"], "s", color=f"C{[1, 16, 64].index(r['batch'])}")
         plt.plot(ai, r["seed"], "o", color=f"C{[1, 16, 64].index(r['batch'])}", alpha=0.4)
 for i, b in enumerate((1, 16, 64)):
-    plt.plot([], [], "s", color=f"C{i}", label=f"batch {b} (fast: squares, seed: circles)")
+    plt.plot([], [], "s", color=f"C{i}", label=f"batch {b} (fast: squares, article: circles)")
 plt.xscale("log")
 plt.yscale("log")
 plt.xlabel("FLOP per byte")

@@ -160,7 +160,7 @@ print(f"blocks wider than the work-group limit, {opt.group_size <= wide} times w
 
 
 # %%
-def seed_style_mean(values, local_size=64):
+def article_style_mean(values, local_size=64):
     """The article's reduction: partial sums per work-item, then halving while count > 1."""
     temp = np.array([values[i::local_size].sum() for i in range(min(local_size, len(values)))])
     count = (len(temp) + 1) // 2
@@ -180,7 +180,7 @@ for n in (3, 8, 100, 200):
     p.grad.fill(1.0)
     opt.step()
     ours = opt.v[0].get()[0] / (1 - 0.5)
-    print(f"block of {n:3}: article's mean {seed_style_mean(np.ones(n)):.3f}, ours {ours:.3f}")
+    print(f"block of {n:3}: article's mean {article_style_mean(np.ones(n)):.3f}, ours {ours:.3f}")
 
 # %% [markdown]
 # **3. `if (delta > 0)` applies only positive updates.** Every weight that should decrease

