@@ -7,6 +7,8 @@ import nnlib
 from nnlib import optim
 from nnlib.reference import optim as ref
 
+from .isolated import run_isolated
+
 STEPS = 25
 
 
@@ -422,3 +424,26 @@ def test_fit_stops_on_skipped_steps(rt):
     with pytest.raises(FloatingPointError, match="skipped 2 of 2 steps"):
         model.fit(np.ones((4, 13)), np.array([0, 1, 2, 0]), optim.Adam(model.parameters()),
                   epochs=1, batch_size=2, progress=False)
+
+
+@pytest.mark.parametrize("device", [d["device"] for d in nnlib.devices()
+                                    if d["compiles"] and d["type"] != "simulator"])
+def test_adam_mini_survives_many_small_launches(device):
+    """Every device that compiles, in its own process: 1,500 Adam-mini steps on small blocks,
+    including skipped steps (PyPI's PoCL 3.0 corrupted the heap when the kernel returned early
+    before its barriers)."""
+    out = run_isolated("""
+        import sys
+        import numpy as np
+        import nnlib
+        from nnlib import optim
+        nnlib.use_device(sys.argv[1])
+        for k in range(10):
+            p = nnlib.Parameter(np.random.default_rng(k).standard_normal(30), "w", block_size=10)
+            opt = optim.AdamMini([p], lr=0.1)
+            for t in range(150):
+                p.grad.set(p.numpy() if t % 50 else np.full(30, np.nan, np.float32))
+                opt.step()
+        print(opt.skipped_steps, np.isfinite(p.numpy()).all())
+    """, args=(device,))
+    assert out.split() == ["3", "True"]
