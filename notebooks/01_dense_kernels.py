@@ -247,7 +247,10 @@ plt.show()
 #
 # ## Exercises
 # 1. Derive the output gradient of softmax + cross-entropy and check that it is $(p - t)/B$.
-# 2. Remove `+ bias[j]` from a copy of `dense_forward_seed`. Which check above fails first?
+# 2. Copy `dense.cl` into a folder of your own (as in notebook 00), remove the bias from
+#    `dense_forward_seed` there (`float sum = 0.0f;`) and run
+#    `exercises.check_dense_forward("my_kernels")`. What does it say, and which of the
+#    comparisons above would have caught it?
 # 3. Why does `dense_backward_weight` *add* to `dw` instead of overwriting it? What would go
 #    wrong in `fit` if it overwrote?
 #
