@@ -22,21 +22,15 @@
 #ifndef VLOAD
 #define VLOAD 1
 #endif
-#if VW == 1
-typedef float floatv;
-#else
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-typedef CAT(float, VW) floatv;
-#endif
+#include "floatv.h"
 typedef union { floatv v; float f[VW]; } lanes;  // a vector's lanes as an array
 #if VW == 1
 #define LOADV(p) (*(p))
 #define STOREV(x, p) (*(p) = (x))
 #define ANY(c) (c)
 #elif VLOAD
-#define LOADV(p) CAT(vload, VW)(0, p)
-#define STOREV(x, p) CAT(vstore, VW)(x, 0, p)
+#define LOADV(p) vloadv(0, p)
+#define STOREV(x, p) vstorev(x, 0, p)
 #define ANY(c) any(c)
 #else  // one float at a time through the lanes; the compiler keeps them in registers
 floatv load_by_hand(global const float *p)

@@ -13,6 +13,8 @@ stops a check. ``simulate=True`` runs the kernel on the Oclgrind simulator, whic
 line of an out-of-bounds access. Outputs are filled with a NaN of a marked bit pattern and
 followed by a guard area, so "never written", "wrote NaN/inf" and "wrote past the end" are
 told apart.
+
+Used by the checked exercises of every notebook (notebooks/00_devices to 06_catch).
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from . import reference as ref
-from .activations import ACTIVATIONS
-from .network import LOSSES
+from .codes import ACTIVATIONS, FINITE_FILL, LOSSES
+from .launcher import Launcher
 from .runtime import KernelBuildError, get_runtime
+from .sizes import ceil_div, round_up
 
 __all__ = ["Verdict", "check_activation_grad", "check_adan_update", "check_balanced_accuracy",
            "check_cmulconj", "check_confusion_matrix", "check_dense_backward_input",
@@ -256,24 +259,26 @@ def _problem(case: Case, got, rtol: float, atol: float) -> str | None:
 
 # ---------------------------------------------------------------- kernels
 
-def _kernel(folder, topic: str, name: str, params: tuple, options: tuple = ()) -> cl.Kernel:
+def _kernel(folder, topic: str, name: str, params: tuple, options: tuple = ()) -> Launcher:
     """``name`` from the student's ``<folder>/<topic>.cl``, with clear messages for a missing
     file, a build error, a missing kernel or a different number of parameters."""
     path = Path(folder).resolve() / f"{topic}.cl"
     if not path.is_file():
         raise NotYet(f"there is no {path}; pass the folder that holds your {topic}.cl "
                      f"(`make exercises` writes it to build/exercises/kernels/)")
+    rt = get_runtime()
     try:
-        program = get_runtime().program(topic, options, folder=path.parent)
+        program = rt.program(topic, options, folder=path.parent)
     except KernelBuildError as err:
         raise NotYet(f"{topic}.cl does not build. The compiler says:\n" + _errors(str(err)))
     if name not in program.get_info(cl.program_info.KERNEL_NAMES).split(";"):
         raise NotYet(f"{path} has no kernel named {name}")
-    kernel = cl.Kernel(program, name)
-    if kernel.num_args != len(params):
-        raise NotYet(f"{name} takes {kernel.num_args} parameters; the check passes "
+    launcher = rt.launcher(topic, name, options, folder=path.parent)
+    count = launcher.kernel.num_args
+    if count != len(params):
+        raise NotYet(f"{name} takes {count} parameters; the check passes "
                      f"{len(params)}: ({', '.join(params)}). Keep the exercise's signature.")
-    return kernel
+    return launcher
 
 
 def _errors(log: str) -> str:
@@ -320,16 +325,15 @@ class _Output:
 def _launch(kernel, grid: tuple, *args) -> None:
     """Run ``kernel`` over ``grid``, the global size rounded up to whole work-groups of at
     most 64 per dimension, as nnlib's layers may launch it."""
-    rt = get_runtime()
-    limit = rt.work_group_size(kernel)
+    limit = kernel.work_group_size
     local = {1: (min(64, limit),), 2: (min(16, limit), max(1, min(4, limit // 16))),
              3: (1, 1, min(64, limit))}[len(grid)]
-    rt.launch(kernel, grid, local, *args).wait()
+    kernel(grid, local, *args).wait()
 
 
 def _guard(grid: tuple) -> int:
     """More elements than the padded work-items of ``_launch`` can reach past the data."""
-    return int(np.prod([-(-g // 64) * 64 for g in grid]))
+    return int(np.prod([round_up(g, 64) for g in grid]))
 
 
 def _wide() -> int:
@@ -689,15 +693,14 @@ ROUNDS = 8  # timed launches of each kernel (the first warms up); the fastest co
 
 def _blocked_launch(kernel, x, w, b, act="tanh"):
     """``kernel`` (dense_forward_blocked's signature) over R x R blocks; returns (y, event)."""
-    rt = get_runtime()
     (batch, n_in), n_out = x.shape, w.shape[0]
-    grid = (-(-n_out // BLOCK), -(-batch // BLOCK))
+    grid = (ceil_div(n_out, BLOCK), ceil_div(batch, BLOCK))
     y = _Output((batch, n_out), BLOCK * BLOCK * _guard(grid))
-    limit = rt.work_group_size(kernel)
+    limit = kernel.work_group_size
     local = (min(16, limit), max(1, min(4, limit // 16)))
-    event = rt.launch(kernel, grid, local, _device(x).data, _device(w).data, _device(b).data,
-                      y.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out),
-                      np.int32(ACTIVATIONS[act]))
+    event = kernel(grid, local, _device(x).data, _device(w).data, _device(b).data,
+                   y.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out),
+                   np.int32(ACTIVATIONS[act]))
     event.wait()
     return y, event
 
@@ -735,18 +738,18 @@ def check_dense_forward_blocked(folder, speed: bool = True) -> Verdict:
 def _speed_case(kernel, rng) -> Case:
     """Times the one-work-item-per-output kernel, nnlib's blocked kernel and the student's."""
     rt = get_runtime()
-    naive = rt.kernel("dense", "dense_forward_seed")
-    reference = cl.Kernel(rt.program("blocked"), "dense_forward_blocked")
+    naive = rt.launcher("dense", "dense_forward_seed")
+    reference = rt.launcher("blocked", "dense_forward_blocked")
     batch, n_in, n_out = 128, 512, 512
     x, w, _ = _dense_case(rng, batch, n_in, n_out)
     b = np.zeros(n_out, np.float32)
 
     def naive_launch():
         y = rt.empty((batch, n_out))
-        limit = rt.work_group_size(naive)
-        event = rt.launch(naive, (n_out, batch), (min(16, limit), max(1, min(4, limit // 16))),
-                          _device(x).data, _device(w).data, _device(b).data, y.data,
-                          np.int32(batch), np.int32(n_in), np.int32(n_out), np.int32(0))
+        limit = naive.work_group_size
+        event = naive((n_out, batch), (min(16, limit), max(1, min(4, limit // 16))),
+                      _device(x).data, _device(w).data, _device(b).data, y.data,
+                      np.int32(batch), np.int32(n_in), np.int32(n_out), np.int32(0))
         event.wait()
         return y, event
 
@@ -792,7 +795,7 @@ def check_sgd_update(folder) -> Verdict:
             def run(w=w, g=g, v=v, momentum=momentum, nesterov=nesterov, wd=wd):
                 w_dev = _Output(w.shape, _guard(w.shape), initial=w)
                 v_dev = _Output(v.shape, _guard(v.shape), initial=v)
-                _launch(kernel, (-(-w.size // vw),), w_dev.array.data, _device(g).data,
+                _launch(kernel, (ceil_div(w.size, vw),), w_dev.array.data, _device(g).data,
                         v_dev.array.data, skip.data, np.int32(w.size), np.float32(0.1),
                         np.float32(momentum), np.int32(nesterov), np.float32(wd))
                 return np.stack([w_dev.get("w"), v_dev.get("v")])
@@ -831,7 +834,7 @@ def check_adan_update(folder) -> Verdict:
 
             def run(state=state, g=g, t=t, wd=wd, no_prox=no_prox, bc=(bc1, bc2, bc3)):
                 outs = [_Output(a.shape, _guard(a.shape), initial=a) for a in state]
-                _launch(kernel, (-(-g.size // vw),), outs[0].array.data, _device(g).data,
+                _launch(kernel, (ceil_div(g.size, vw),), outs[0].array.data, _device(g).data,
                         *(o.array.data for o in outs[1:]), skip.data, np.int32(g.size),
                         np.float32(lr), *(np.float32(b) for b in betas), np.float32(eps),
                         np.float32(wd), np.int32(no_prox), np.int32(t),
@@ -952,7 +955,7 @@ def check_masked_softmax(folder) -> Verdict:
                 out = _Output((groups, n, heads * dh), heads * dh * _guard(grid))
                 _launch(kernel, grid, _device(qkv).data, _device(mask).data, out.array.data,
                         probs.array.data, lse.array.data, np.int32(groups), np.int32(n),
-                        np.int32(heads), np.int32(dh), np.float32(ref.FINITE_FILL),
+                        np.int32(heads), np.int32(dh), np.float32(FINITE_FILL),
                         np.int32(hard))
                 return joined(probs.get("probs"), lse.get("lse"))
             _, probs, lse = ref.masked_attention_forward(qkv, mask, heads, hard=bool(hard))

@@ -171,7 +171,7 @@ def test_adam_mini_with_block_one_is_adamw(rt):
 def test_adam_mini_any_group_size(rt):
     """The reduction halves down to one sum for every power-of-two group, whether the group
     is wider than the block (37) or the block wider than the device's largest group."""
-    limit = rt.work_group_size(rt.kernel("optim", "adam_mini_update"))
+    limit = rt.launcher("optim", "adam_mini_update").work_group_size
     wide = rt.max_work_group_size + 4
     for group in sorted({1, 2, 64, limit}):
         for shape, block in (((3, 37), 37), ((2, wide), wide)):
