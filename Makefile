@@ -14,7 +14,7 @@ HOST_TESTS := tests/test_packaging.py tests/test_site.py tests/test_notebooks_sy
               tests/test_browser.py tests/test_fuzz_checkpoint.py
 
 .PHONY: workbook test lab setup setup-test doctor unit notebooks gpu-profile other-devices \
-        notebook exercises browser trust site clean
+        notebook exercises assignments browser trust site clean
 
 ## make workbook: set up, then execute every notebook in order into build/workbook/
 workbook: setup doctor
@@ -73,6 +73,12 @@ notebook:
 ## make exercises: the notebooks and kernel files without their solutions, in build/exercises/
 exercises: setup
 	$(PY) tools/make_exercises.py --out build/exercises
+
+## make assignments: an nbgrader course in build/course/ (source/ with the solutions and
+## nbgrader metadata, release/ by `nbgrader generate_assignment`); teachers/README.md says how
+## to autograde and give feedback
+assignments: setup-test
+	$(PY) tools/make_exercises.py --nbgrader --out build/course
 
 ## make browser: headless Chromium for tests/test_browser.py; on Debian as root, install
 ## Debian's chromium and chromium-driver when missing (elsewhere the browser test is skipped)

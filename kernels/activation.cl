@@ -14,17 +14,17 @@ inline float activate(float z, int act)
     }
 }
 
-// d act / d z written with the output y = act(z), as the seed does.
+// d act / d z written with the output y = act(z), as the article's design does.
 inline float activate_grad(float y, int act)
 {
     switch (act) {
-    // BEGIN SOLUTION
+    // ### BEGIN SOLUTION
     // HINT: one case per activation (ACT_TANH, ...), each returning f'(z) written with y = f(z)
     case ACT_TANH: return 1.0f - y * y;
     case ACT_SIGMOID: return y * (1.0f - y);
     case ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
     case ACT_LEAKY_RELU: return y > 0.0f ? 1.0f : LEAKY_SLOPE;
-    // END SOLUTION
+    // ### END SOLUTION
     default: return 1.0f;
     }
 }

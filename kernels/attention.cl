@@ -41,11 +41,10 @@ kernel void masked_attention_forward(global const float *qkv, global const float
     global const float *q = QKV(g, i, 0) + h * dh;
     global const float *m = mask + ((size_t)g * n + i) * n;
     global float *a = ROW(probs, g, h, i);
-    // BEGIN SOLUTION
-    // HINT: logits a[j] = masked_logit(dot_dh(q, QKV(g, j, 1) + h * dh, dh), m[j], scale, fill, hard)
-    // HINT: top = their maximum (hard mask: of the kept keys only); a[j] = exp(a[j] - top), times
-    // HINT: m[j] if hard (0 for a masked key: its exp may overflow); divide each a[j] by the sum
-    // HINT: lse[((size_t)g * heads + h) * n + i] = top + log(sum)
+    // ### BEGIN SOLUTION
+    // HINT: the logits of query i against every key (masked_logit, dot_dh, QKV), then a
+    // HINT: softmax that cannot overflow; lse[((size_t)g * heads + h) * n + i] = log of the sum
+    // HINT: of exp(logit). exercises.hint("masked_softmax", 1) a nudge, 2 the formula
     float top = -INFINITY;
     for (int j = 0; j < n; ++j) {
         a[j] = masked_logit(dot_dh(q, QKV(g, j, 1) + h * dh, dh), m[j], scale, fill, hard);
@@ -61,7 +60,7 @@ kernel void masked_attention_forward(global const float *qkv, global const float
     for (int j = 0; j < n; ++j)
         a[j] /= sum;
     lse[((size_t)g * heads + h) * n + i] = top + log(sum);
-    // END SOLUTION
+    // ### END SOLUTION
     global float *o = out + ((size_t)g * n + i) * inner + h * dh;
     for (int d = 0; d < dh; ++d) {
         float s = 0.0f;

@@ -14,11 +14,11 @@ inline float2 cconj(float2 a) { return (float2)(a.x, -a.y); }
 // conj(a) * b, the term of a Hermitian dot product and of every backward pass.
 inline float2 cmulconj(float2 a, float2 b)
 {
-    // BEGIN SOLUTION
-    // HINT: conj(a) b = (a.x b.x + a.y b.y) + i (a.x b.y - a.y b.x)
+    // ### BEGIN SOLUTION
+    // HINT: conj(a) flips the sign of a.y; exercises.hint("cmulconj", 2) gives the formula
     // STUB: return (float2)(0.0f, 0.0f);
     return (float2)(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
-    // END SOLUTION
+    // ### END SOLUTION
 }
 
 inline float cabs2(float2 a) { return a.x * a.x + a.y * a.y; }

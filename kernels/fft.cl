@@ -32,9 +32,9 @@ kernel void fft_radix2_stage(global const float2 *src, global float2 *dst,
         return;
     src += (size_t)row * n;
     dst += (size_t)row * n;
-    // BEGIN SOLUTION
-    // HINT: k = j mod p; w = tw[k (n/2) / p], conjugated if inverse; b = src[j + n/2] w;
-    // HINT: dst[2j - k] = (a + b) scale, dst[2j - k + p] = (a - b) scale
+    // ### BEGIN SOLUTION
+    // HINT: one butterfly per work-item: it reads src[j] and src[j + n/2], writes two outputs
+    // HINT: p apart; exercises.hint("fft_radix2_stage", 2) gives the formula
     int k = j & (p - 1);
     float2 w = tw[k * (nh / p)];
     if (inverse)
@@ -43,7 +43,7 @@ kernel void fft_radix2_stage(global const float2 *src, global float2 *dst,
     int o = 2 * j - k;
     dst[o] = (a + b) * scale;
     dst[o + p] = (a - b) * scale;
-    // END SOLUTION
+    // ### END SOLUTION
 }
 
 // One work-item per radix-4 butterfly (j, row), j < n/4, merging length-p transforms into

@@ -11,11 +11,12 @@ kernel void output_gradient(global const float *y, global const float *t, global
     int i = get_global_id(0);
     if (i >= n)
         return;
-    // BEGIN SOLUTION
-    // HINT: d = y - t; MSE: 2 d inv_count activate_grad(y, act); cross-entropy: d inv_count
+    // ### BEGIN SOLUTION
+    // HINT: differentiate the mean loss (MSE: through the output activation too);
+    // HINT: exercises.hint("output_gradient", 2) gives the formula
     float d = y[i] - t[i];
     dz[i] = loss == LOSS_MSE ? 2.0f * d * inv_count * activate_grad(y[i], act) : d * inv_count;
-    // END SOLUTION
+    // ### END SOLUTION
 }
 
 // One work-item per sample: the row's summed loss, stored at out[out_offset + row]

@@ -106,8 +106,8 @@ kernel void sgd_update(global float *w, global const float *g, global float *v,
     if (first >= n || skip[1])
         return;
     floatv wi = load_v(w, first, n), grad = load_v(g, first, n);
-    // BEGIN SOLUTION
-    // HINT: g' = g + weight_decay w; v = momentum v + g'; w -= lr v (Nesterov: lr (g' + momentum v))
+    // ### BEGIN SOLUTION
+    // HINT: the comment above the kernel is the rule; exercises.hint("sgd_update", 1) a nudge
     // HINT: load_v(v, first, n) reads this item's VW velocities, store_v(x, v, first, n) writes them
     grad += weight_decay * wi;
     floatv step = grad;
@@ -117,7 +117,7 @@ kernel void sgd_update(global float *w, global const float *g, global float *v,
         step = nesterov ? grad + momentum * vel : vel;
     }
     store_v(wi - lr * step, w, first, n);
-    // END SOLUTION
+    // ### END SOLUTION
 }
 
 // Adam / AdamW as torch.optim: with decoupled decay (AdamW) w *= 1 - lr wd first, else (Adam)
@@ -201,6 +201,8 @@ kernel void adan_update(global float *w, global const float *g, global float *m,
         return;
     floatv grad = load_v(g, first, n);
     int first_step = t - skip[0] == 1;  // the first step not skipped: g_prev = g
+    // ### BEGIN SOLUTION
+    // HINT: the comment above the kernel is the rule; exercises.hint("adan_update", 1) a nudge
     floatv diff = first_step ? (floatv)0.0f : grad - load_v(g_prev, first, n);
     floatv mi = beta1 * load_v(m, first, n) + (1.0f - beta1) * grad;
     floatv di = beta2 * load_v(d, first, n) + (1.0f - beta2) * diff;
@@ -215,4 +217,5 @@ kernel void adan_update(global float *w, global const float *g, global float *m,
     floatv wi = load_v(w, first, n);
     store_v(no_prox ? wi * (1.0f - lr * weight_decay) - step
                     : (wi - step) / (1.0f + lr * weight_decay), w, first, n);
+    // ### END SOLUTION
 }

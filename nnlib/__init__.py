@@ -17,12 +17,13 @@ from .runtime import (
     get_runtime,
     source,
     use_device,
+    use_kernels,
 )
 
 __all__ = [
     "Checkpoint", "CheckpointError", "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError",
     "KernelBuildError", "Layer", "NoPlatformError", "Parameter", "Runtime", "Sequential",
     "catch", "data", "devices", "fft", "fused", "get_runtime", "load_checkpoint", "optim",
-    "reference", "save_checkpoint", "source", "tuning", "use_device",
+    "reference", "save_checkpoint", "source", "tuning", "use_device", "use_kernels",
 ]
 __version__ = "0.1.0"

@@ -2,19 +2,32 @@
 
     from nnlib import exercises
     exercises.check_dense_forward("../kernels")   # the folder holding your copy of dense.cl
+    exercises.hint("dense_forward", 1)            # a nudge; level 2: the formula
 
 Each check runs the student's code on awkward cases (batch 1, odd sizes, sizes above the
 device's largest work-group) against ``nnlib.reference`` and returns a :class:`Verdict`: it
 displays as a short report (which case failed, the largest error, a hint) and is truthy when
-every case passes. Kernel outputs are filled with NaN before each launch and followed by a
-guard area, so a kernel that writes nothing, or past the end, is named as such.
+every case passes. Kernel checks run in a worker process (one per Python session, reused), so
+a kernel that crashes or never ends becomes a verdict instead of killing the notebook; Ctrl-C
+stops a check. ``simulate=True`` runs the kernel on the Oclgrind simulator, which names the
+line of an out-of-bounds access. Outputs are filled with a NaN of a marked bit pattern and
+followed by a guard area, so "never written", "wrote NaN/inf" and "wrote past the end" are
+told apart.
 
 Used by the checked exercises of every notebook (notebooks/00_devices to 06_catch).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
+import multiprocessing
+import os
+import signal
+import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -29,9 +42,17 @@ from .launcher import Launcher
 from .runtime import KernelBuildError, get_runtime
 from .sizes import ceil_div, round_up
 
-__all__ = ["Verdict", "check_activation_grad", "check_balanced_accuracy", "check_cmulconj",
-           "check_dense_forward", "check_fft_radix2_stage", "check_masked_softmax",
-           "check_output_gradient", "check_sgd_update", "check_vector_add"]
+__all__ = ["Verdict", "check_activation_grad", "check_adan_update", "check_balanced_accuracy",
+           "check_cmulconj", "check_confusion_matrix", "check_dense_backward_input",
+           "check_dense_backward_weight", "check_dense_forward", "check_dense_forward_blocked",
+           "check_fft_radix2_stage", "check_intensity", "check_masked_softmax",
+           "check_output_gradient", "check_sgd_update", "check_vector_add",
+           "check_vector_scale", "hint"]
+
+TIMEOUT = 60.0  # seconds a kernel check may take on a device (Oclgrind: SIMULATED_TIMEOUT)
+SIMULATED_TIMEOUT = 600.0
+FILL = np.uint32(0x7FC5A5A5)  # a quiet NaN whose payload no arithmetic produces
+
 
 class NotYet(Exception):
     """Stops a check (or one case) with what to tell the student."""
@@ -60,6 +81,122 @@ class Case:
     out: str  # the output's name in messages
     mistakes: dict = field(default_factory=dict)  # hint -> what that mistake produces
     hint: str = ""  # said when no known mistake matches
+
+
+# ---------------------------------------------------------------- the worker process
+
+_KERNEL_CHECKS: dict = {}  # name -> the check itself, run inside the worker
+_IN_WORKER = False
+
+
+class _Worker:
+    """A child process that runs kernel checks, started on first use and reused (one OpenCL
+    initialisation per session); a crash or a timeout ends it and the next check starts
+    another."""
+
+    def __init__(self, simulate: bool):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(child, simulate), daemon=True)
+        self.process.start()
+        child.close()
+
+    def stop(self):
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+    def call(self, name: str, args: tuple, kwargs: dict, timeout: float) -> Verdict:
+        self.conn.send((name, args, kwargs))
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll(0.05):  # short waits: Ctrl-C is seen between them
+            if not self.process.is_alive():
+                break
+            if time.monotonic() > deadline:
+                self.stop()
+                return Verdict(name, False, f"{name}: not yet. Your kernel did not finish in "
+                                            f"{timeout:g} s: an endless loop (a loop whose "
+                                            f"counter never reaches its bound)?")
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.stop()
+            return Verdict(name, False, f"{name}: not yet. Your kernel crashed: probably an "
+                                        f"out-of-bounds access; run it under Oclgrind with "
+                                        f"exercises.{name}(..., simulate=True), which names "
+                                        f"the line.")
+
+
+_workers: dict = {}  # simulate -> its worker
+
+
+def _serve(conn, simulate: bool) -> None:
+    """The worker's loop: run each check asked for and send back its verdict."""
+    global _IN_WORKER
+    _IN_WORKER = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends this process
+    if simulate:
+        from .runtime import use_device
+        use_device("oclgrind")
+    while True:
+        try:
+            name, args, kwargs = conn.recv()
+        except EOFError:
+            return
+        with _stderr_captured(simulate) as said:
+            try:
+                verdict = _KERNEL_CHECKS[name](*args, **kwargs)
+            except Exception as err:  # a bug of the check itself: report it, keep serving
+                verdict = Verdict(name, False,
+                                  f"{name}: the check failed: {type(err).__name__}: {err}")
+        if said:
+            verdict.report += "\nOclgrind says:\n" + "\n".join(f"    {line}" for line in said)
+        conn.send(verdict)
+
+
+@contextlib.contextmanager
+def _stderr_captured(capture: bool):
+    """Collects what native code (Oclgrind) writes to file descriptor 2 into the yielded list
+    (its first 30 non-empty lines)."""
+    said: list = []
+    if not capture:
+        yield said
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile("w+b") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            said += [line for line in log.read().decode(errors="replace").splitlines()
+                     if line.strip()][:30]
+
+
+def _in_worker(check):
+    """Run ``check(folder, ...)`` in the worker process, with a time limit."""
+    _KERNEL_CHECKS[check.__name__] = check
+
+    @functools.wraps(check)
+    def run(folder, *args, simulate: bool = False, timeout: float | None = None, **kwargs):
+        if _IN_WORKER:
+            return check(folder, *args, **kwargs)
+        worker = _workers.get(simulate)
+        if worker is None or not worker.process.is_alive():
+            worker = _workers[simulate] = _Worker(simulate)
+        limit = timeout or (SIMULATED_TIMEOUT if simulate else TIMEOUT)
+        try:
+            return worker.call(check.__name__, (str(Path(folder).resolve()), *args), kwargs,
+                               limit)
+        except BaseException:  # Ctrl-C (or anything else): the worker's state is unknown
+            worker.stop()
+            _workers.pop(simulate, None)
+            raise
+    return run
 
 
 # ---------------------------------------------------------------- verdicts
@@ -100,13 +237,14 @@ def _problem(case: Case, got, rtol: float, atol: float) -> str | None:
         return f"{out} should be numbers, got {type(got).__name__}"
     if got.shape != want.shape:
         return f"{out} has shape {got.shape}, expected {want.shape}"
-    unwritten = np.isnan(got) & ~np.isnan(want)
-    if unwritten.all():
-        return f"nothing was written to {out} (it still holds the NaN the check put there)"
-    if unwritten.any():
-        first = tuple(int(i) for i in np.argwhere(unwritten)[0])
-        return (f"{unwritten.sum()} of {unwritten.size} values of {out} were never written, "
-                f"the first at {out}{list(first)}")
+    bad = ~np.isfinite(got) & np.isfinite(want)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        what = "NaN" if np.isnan(got[first]) else "inf"
+        message = (f"{bad.sum()} of {bad.size} values of {out} are NaN or inf where the reference "
+                   f"is finite, the first ({what}) at {out}{list(first)}: an overflow (exp of a "
+                   f"large number), 0 * inf, or a read past the end of an input?")
+        return f"{message} Hint: {case.hint}" if case.hint else message
     err = np.abs(got - want)
     if np.all(err <= atol + rtol * np.abs(want)):
         return None
@@ -155,21 +293,32 @@ def _device(array, dtype=np.float32) -> cla.Array:
 
 
 class _Output:
-    """A device output of ``shape`` filled with NaN, followed by ``guard`` more NaNs that a
-    kernel with a correct bounds check never touches."""
+    """A device output of ``shape`` filled with the marked NaN ``FILL``, followed by ``guard``
+    more of it that a kernel with a correct bounds check never touches."""
 
     def __init__(self, shape, guard: int, dtype=np.float32, initial=None):
-        self.shape, self.size = shape, int(np.prod(shape))
-        host = np.full(self.size + guard, np.nan, dtype)
+        self.shape, self.dtype, self.size = shape, np.dtype(dtype), int(np.prod(shape))
+        words = self.dtype.itemsize // 4
+        raw = np.full((self.size + guard) * words, FILL, np.uint32)
+        host = raw.view(self.dtype)
         if initial is not None:
             host[:self.size] = np.ravel(initial)
-        self.array = _device(host, dtype)
+        self.array = _device(host, self.dtype)
 
     def get(self, name: str) -> np.ndarray:
         host = self.array.get()
-        if not np.isnan(host[self.size:]).all():
+        words = host.view(np.uint32).reshape(host.size, -1) == FILL
+        if not words[self.size:].all():
             raise NotYet(f"the kernel wrote past the end of {name}: work-items beyond the "
                          f"data (the global size is rounded up) must do nothing")
+        unwritten = words[:self.size].all(-1).reshape(self.shape)
+        if unwritten.all():
+            raise NotYet(f"nothing was written to {name} (it still holds the NaN the check put "
+                         f"there; a kernel that adds to it with += keeps that NaN)")
+        if unwritten.any():
+            first = tuple(int(i) for i in np.argwhere(unwritten)[0])
+            raise NotYet(f"{unwritten.sum()} of {unwritten.size} values of {name} were never "
+                         f"written, the first at {name}{list(first)}")
         return host[:self.size].reshape(self.shape)
 
 
@@ -202,6 +351,7 @@ def _complex(rng, shape) -> np.ndarray:
 
 # ---------------------------------------------------------------- notebook 00
 
+@_in_worker
 def check_vector_add(folder) -> Verdict:
     """``vector_add(a, b, out, n)`` in ``<folder>/vector.cl``: out = a + b."""
     def cases():
@@ -221,8 +371,31 @@ def check_vector_add(folder) -> Verdict:
     return _verdict("check_vector_add", "vector_add", cases)
 
 
+@_in_worker
+def check_vector_scale(folder) -> Verdict:
+    """``vector_scale(a, out, alpha, n)`` in ``<folder>/vector.cl``: out = alpha * a."""
+    def cases():
+        kernel = _kernel(folder, "vector", "vector_scale", ("a", "out", "alpha", "n"))
+        rng = _rng()
+        for n, alpha in ((1, 2.5), (999, -0.5), (_wide(), 3.0)):
+            a = rng.standard_normal(n).astype(np.float32)
+
+            def run(a=a, alpha=alpha):
+                out = _Output(a.shape, _guard(a.shape))
+                _launch(kernel, a.shape, _device(a).data, out.array.data, np.float32(alpha),
+                        np.int32(a.size))
+                return out.get("out")
+            yield Case(f"n = {n}, alpha = {alpha}", run, ref.vector_scale(a, alpha), "out",
+                       {"out holds a: multiply by alpha": a,
+                        "out holds alpha everywhere: multiply it by a[i]":
+                            np.full_like(a, alpha),
+                        "you added alpha: multiply instead": a + alpha})
+    return _verdict("check_vector_scale", "vector_scale", cases)
+
+
 # ---------------------------------------------------------------- notebook 01
 
+@_in_worker
 def check_dense_forward(folder) -> Verdict:
     """``dense_forward_seed(x, w, bias, y, batch, n_in, n_out, act)`` in ``<folder>/dense.cl``:
     one work-item per output value, j = get_global_id(0), sample = get_global_id(1)."""
@@ -261,10 +434,79 @@ def check_dense_forward(folder) -> Verdict:
     return _verdict("check_dense_forward", "dense_forward_seed", cases)
 
 
+def _dense_case(rng, batch, n_in, n_out):
+    x = rng.standard_normal((batch, n_in)).astype(np.float32)
+    w = (rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float32)
+    dz = rng.standard_normal((batch, n_out)).astype(np.float32)
+    return x, w, dz
+
+
+_BACKWARD_SHAPES = lambda: [(1, 13, 7), (5, 33, 17), (3, _wide(), 9), (2, 6, _wide())]  # noqa: E731
+
+
+@_in_worker
+def check_dense_backward_input(folder) -> Verdict:
+    """``dense_backward_input_seed(dz, w, dx, batch, n_in, n_out)`` in ``<folder>/dense.cl``:
+    dx = dz W, one work-item per (input i = get_global_id(0), sample b = get_global_id(1))."""
+    def cases():
+        kernel = _kernel(folder, "dense", "dense_backward_input_seed",
+                         ("dz", "w", "dx", "batch", "n_in", "n_out"))
+        rng = _rng()
+        for batch, n_in, n_out in _BACKWARD_SHAPES():
+            x, w, dz = _dense_case(rng, batch, n_in, n_out)
+
+            def run(w=w, dz=dz):
+                (batch, n_out), n_in = dz.shape, w.shape[1]
+                dx = _Output((batch, n_in), _guard((n_in, batch)))
+                _launch(kernel, (n_in, batch), _device(dz).data, _device(w).data,
+                        dx.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out))
+                return dx.get("dx")
+            want = ref.dense_backward(x, w, x @ w.T, dz)[0]
+            mistakes = {"W is (n_out, n_in): dx[b, i] walks the column i of W, "
+                        "w[j * n_in + i], not the row": dz @ w.reshape(n_in, n_out).T}
+            if batch > 1:
+                mistakes["each sample has its own row of dz: dz[b * n_out + j]"] = np.repeat(
+                    want[:1], batch, 0)
+            yield Case(f"batch {batch}, {n_in} inputs, {n_out} outputs", run, want, "dx",
+                       mistakes, "dx[b, i] = sum_j dz[b, j] w[j, i], stored at dx[b * n_in + i]")
+    return _verdict("check_dense_backward_input", "dense_backward_input_seed", cases)
+
+
+@_in_worker
+def check_dense_backward_weight(folder) -> Verdict:
+    """``dense_backward_weight_seed(dz, x, dw, batch, n_in, n_out)`` in ``<folder>/dense.cl``:
+    dW += dz^T x, one work-item per weight (i = get_global_id(0), j = get_global_id(1))."""
+    def cases():
+        kernel = _kernel(folder, "dense", "dense_backward_weight_seed",
+                         ("dz", "x", "dw", "batch", "n_in", "n_out"))
+        rng = _rng()
+        for batch, n_in, n_out in _BACKWARD_SHAPES():
+            x, w, dz = _dense_case(rng, batch, n_in, n_out)
+            before = rng.standard_normal(w.shape).astype(np.float32)  # gradients accumulate
+
+            def run(x=x, dz=dz, before=before):
+                (batch, n_in), n_out = x.shape, dz.shape[1]
+                dw = _Output(before.shape, _guard((n_in, n_out)), initial=before)
+                _launch(kernel, (n_in, n_out), _device(dz).data, _device(x).data,
+                        dw.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out))
+                return dw.get("dw")
+            grad = dz.T @ x
+            mistakes = {"gradients accumulate: add the sum to dw (+=), do not overwrite it": grad,
+                        "sum over every sample b, not only the first": before + np.outer(
+                            dz[0], x[0])}
+            if n_in != n_out:
+                mistakes["dw[j, i] is stored at dw[j * n_in + i]"] = (
+                    before + grad.T.reshape(w.shape))
+            yield Case(f"batch {batch}, {n_in} inputs, {n_out} outputs", run, before + grad,
+                       "dw", mistakes, "dw[j, i] += sum_b dz[b, j] x[b, i]")
+    return _verdict("check_dense_backward_weight", "dense_backward_weight_seed", cases)
+
+
 _DERIVATIVES = {"tanh": "1 - y*y", "sigmoid": "y * (1 - y)", "relu": "1 where y > 0, else 0",
                 "leaky_relu": "1 where y > 0, else LEAKY_SLOPE", "none": "1"}
 
 
+@_in_worker
 def check_activation_grad(folder) -> Verdict:
     """``activate_grad(y, act)`` in ``<folder>/activation.cl``, run through the
     ``activation_backward(y, dy, dz, n, act)`` kernel: dz = dy * act'(z), written with y."""
@@ -292,6 +534,7 @@ def check_activation_grad(folder) -> Verdict:
     return _verdict("check_activation_grad", "activate_grad", cases)
 
 
+@_in_worker
 def check_output_gradient(folder) -> Verdict:
     """``output_gradient(y, t, dz, n, inv_count, loss, act)`` in ``<folder>/loss.cl``:
     MSE 2 (y - t) inv_count act'(y); cross-entropy after softmax (y - t) inv_count."""
@@ -390,8 +633,151 @@ def check_balanced_accuracy(balanced_accuracy) -> Verdict:
     return _verdict("check_balanced_accuracy", "balanced_accuracy", cases)
 
 
+def check_confusion_matrix(confusion_matrix) -> Verdict:
+    """``confusion_matrix(y_true, y_pred, n_classes)``: counts c[i, j] of the samples of true
+    class i predicted as class j, an (n_classes, n_classes) integer array."""
+    params = ("y_true", "y_pred", "n_classes")
+
+    def cases():
+        _function(confusion_matrix, "confusion_matrix", params)
+        rng = _rng()
+        for y_true, y_pred, k in ((np.array([2]), np.array([0]), 3),
+                                  (rng.integers(0, 3, 50), rng.integers(0, 3, 50), 3),
+                                  (np.array([0, 0, 1]), np.array([1, 1, 1]), 4),
+                                  (rng.integers(0, 5, 301), rng.integers(0, 5, 301), 5)):
+            want = np.zeros((k, k))
+            np.add.at(want, (y_true, y_pred), 1)
+            mistakes = {"rows are the true classes, columns the predictions: c[y_true, y_pred]":
+                        want.T,
+                        "count every sample: np.add.at, or a loop; c[y_true, y_pred] += 1 "
+                        "counts a repeated pair once": np.minimum(want, 1)}
+            yield Case(f"{len(y_true)} samples, {k} classes",
+                       lambda a=y_true, b=y_pred, k=k: _call(confusion_matrix, a, b, k),
+                       want, "the matrix", mistakes)
+    return _verdict("check_confusion_matrix", "confusion_matrix", cases, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- notebook 03
+
+def check_intensity(intensity) -> Verdict:
+    """``intensity(batch, n_in, n_out)``: the FLOP per byte of a dense forward pass whose
+    float32 operands x, W and y each move once between memory and the device (the bias is
+    negligible), as ``benchmarks.roofline.dense_intensity``."""
+    def cases():
+        _function(intensity, "intensity", ("batch", "n_in", "n_out"))
+        for batch, n_in, n_out in ((1, 1024, 1024), (64, 512, 512), (7, 240, 3), (256, 64, 4096)):
+            flops = 2.0 * batch * n_in * n_out
+            operands = batch * n_in + n_in * n_out + batch * n_out
+            mistakes = {
+                "a multiply-add is 2 floating-point operations": flops / 2 / (4 * operands),
+                "a float32 is 4 bytes: divide by bytes, not by values": flops / operands,
+                "y is written to memory: count its bytes too":
+                    flops / (4 * (batch * n_in + n_in * n_out)),
+                "the weights move once per batch, not once per sample":
+                    flops / (4 * batch * (n_in + n_in * n_out + n_out))}
+            if batch == 1:
+                del mistakes["the weights move once per batch, not once per sample"]
+            yield Case(f"batch {batch}, {n_in} -> {n_out}",
+                       lambda a=(batch, n_in, n_out): _call(intensity, *a),
+                       np.array(flops / (4 * operands)), "the intensity", mistakes,
+                       "FLOP = 2 batch n_in n_out; bytes = 4 (batch n_in + n_in n_out + "
+                       "batch n_out)")
+    return _verdict("check_intensity", "intensity", cases, rtol=1e-3, atol=0)
+
+
+_DENSE_PARAMS = ("x", "w", "bias", "y", "batch", "n_in", "n_out", "act")
+BLOCK = 4  # the R of kernels/blocked.cl: outputs per work-item along each dimension
+SPEED_SHARE = 1.5  # the student's blocked kernel may take this many times nnlib's
+ROUNDS = 8  # timed launches of each kernel (the first warms up); the fastest counts
+
+
+def _blocked_launch(kernel, x, w, b, act="tanh"):
+    """``kernel`` (dense_forward_blocked's signature) over R x R blocks; returns (y, event)."""
+    (batch, n_in), n_out = x.shape, w.shape[0]
+    grid = (ceil_div(n_out, BLOCK), ceil_div(batch, BLOCK))
+    y = _Output((batch, n_out), BLOCK * BLOCK * _guard(grid))
+    limit = kernel.work_group_size
+    local = (min(16, limit), max(1, min(4, limit // 16)))
+    event = kernel(grid, local, _device(x).data, _device(w).data, _device(b).data,
+                   y.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out),
+                   np.int32(ACTIVATIONS[act]))
+    event.wait()
+    return y, event
+
+
+@_in_worker
+def check_dense_forward_blocked(folder, speed: bool = True) -> Verdict:
+    """``dense_forward_blocked`` in ``<folder>/blocked.cl``: right on awkward sizes and, with
+    ``speed``, at least N times as fast as the one-work-item-per-output kernel
+    (dense_forward_seed) on this device, N being the speedup nnlib's own blocked kernel
+    reaches over it in the same run, divided by SPEED_SHARE. (On a GPU N is well above 1; on
+    a CPU, where PoCL vectorizes the one-per-output kernel across work-items, it may not be.)"""
+    def cases():
+        kernel = _kernel(folder, "blocked", "dense_forward_blocked", _DENSE_PARAMS)
+        rng = _rng()
+        for batch, n_in, n_out, act in ((1, 13, 7, "tanh"), (5, 33, 17, "sigmoid"),
+                                        (19, 38, 49, "relu"), (3, _wide(), 9, "none"),
+                                        (6, 5, 4 * _wide() + 2, "leaky_relu")):
+            x, w, _ = _dense_case(rng, batch, n_in, n_out)
+            b = rng.standard_normal(n_out).astype(np.float32)
+
+            def run(x=x, w=w, b=b, act=act):
+                return _blocked_launch(kernel, x, w, b, act)[0].get("y")
+            z = x @ w.T
+            yield Case(f"batch {batch}, {n_in} -> {n_out}, {act}", run,
+                       ref.dense_forward(x, w, b, act), "y",
+                       {"the bias is missing: add bias[j0 + c]": ref.activate(z, act),
+                        "the activation is missing: store activate(sum + bias, act)": z + b},
+                       "y[b0 + r, j0 + c] = activate(bias[j0 + c] + sum_k x[b0 + r, k] "
+                       "w[j0 + c, k], act) for every r, c inside the data")
+        if speed:
+            yield _speed_case(kernel, rng)
+    return _verdict("check_dense_forward_blocked", "dense_forward_blocked", cases)
+
+
+def _speed_case(kernel, rng) -> Case:
+    """Times the one-work-item-per-output kernel, nnlib's blocked kernel and the student's."""
+    rt = get_runtime()
+    naive = rt.launcher("dense", "dense_forward_seed")
+    reference = rt.launcher("blocked", "dense_forward_blocked")
+    batch, n_in, n_out = 128, 512, 512
+    x, w, _ = _dense_case(rng, batch, n_in, n_out)
+    b = np.zeros(n_out, np.float32)
+
+    def naive_launch():
+        y = rt.empty((batch, n_out))
+        limit = naive.work_group_size
+        event = naive((n_out, batch), (min(16, limit), max(1, min(4, limit // 16))),
+                      _device(x).data, _device(w).data, _device(b).data, y.data,
+                      np.int32(batch), np.int32(n_in), np.int32(n_out), np.int32(0))
+        event.wait()
+        return y, event
+
+    def run():
+        launches = (naive_launch, lambda: _blocked_launch(reference, x, w, b, "none"),
+                    lambda: _blocked_launch(kernel, x, w, b, "none"))
+        best = [np.inf] * 3
+        for _ in range(ROUNDS):  # interleaved: a busy moment slows all three alike
+            for i, launch in enumerate(launches):
+                best[i] = min(best[i], _event_seconds(launch()[1]))
+        t_naive, t_ref, t_student = best
+        need, got = t_naive / t_ref / SPEED_SHARE, t_naive / t_student
+        if got < need:
+            raise NotYet(f"your kernel is {got:.2f} times as fast as the one-work-item-per-"
+                         f"output kernel; at least {need:.2f} is needed (nnlib's blocked kernel "
+                         f"reaches {t_naive / t_ref:.2f} on this device, in this run). Does each "
+                         f"value loaded from x and W serve R outputs?")
+        return np.array(0.0)
+    return Case(f"speed: batch {batch}, {n_in} -> {n_out}", run, np.array(0.0), "speed")
+
+
+def _event_seconds(event) -> float:
+    return (event.profile.end - event.profile.start) * 1e-9
+
+
 # ---------------------------------------------------------------- notebook 04
 
+@_in_worker
 def check_sgd_update(folder) -> Verdict:
     """``sgd_update(w, g, v, skip, n, lr, momentum, nesterov, weight_decay)`` in
     ``<folder>/optim.cl``; compares ``(w, v)`` after one step: [0, i] is w[i], [1, i] v[i]."""
@@ -425,8 +811,62 @@ def check_sgd_update(folder) -> Verdict:
     return _verdict("check_sgd_update", "sgd_update", cases)
 
 
+@_in_worker
+def check_adan_update(folder) -> Verdict:
+    """``adan_update`` in ``<folder>/optim.cl`` (launched as nnlib.optim.Adan does) against
+    ``nnlib.reference.adan_step``; compares (w, m, d, n, g_prev) after the first and after a
+    later step."""
+    params = ("w", "g", "m", "d", "nu", "g_prev", "skip", "n", "lr", "beta1", "beta2", "beta3",
+              "eps", "weight_decay", "no_prox", "t", "step_size", "step_size_d", "sqrt_bc3")
+
+    def cases():
+        vw = get_runtime().vector_width
+        kernel = _kernel(folder, "optim", "adan_update", params, (f"-DVW={vw}",))
+        rng = _rng()
+        skip = _device(np.zeros(2, np.int32), np.int32)
+        lr, betas, eps = 0.01, (0.98, 0.92, 0.99), 1e-8
+        for n, t, wd, no_prox in ((1, 1, 0.0, 0), (37, 3, 0.02, 0), (_wide(), 2, 0.02, 1)):
+            w, g, g_prev = rng.standard_normal((3, n)).astype(np.float32)
+            m, d = (0.1 * rng.standard_normal((2, n))).astype(np.float32)
+            nu = (0.1 * rng.random(n)).astype(np.float32)
+            state = (w, m, d, nu, g_prev)
+            bc1, bc2, bc3 = (1 - b**t for b in betas)
+
+            def run(state=state, g=g, t=t, wd=wd, no_prox=no_prox, bc=(bc1, bc2, bc3)):
+                outs = [_Output(a.shape, _guard(a.shape), initial=a) for a in state]
+                _launch(kernel, (ceil_div(g.size, vw),), outs[0].array.data, _device(g).data,
+                        *(o.array.data for o in outs[1:]), skip.data, np.int32(g.size),
+                        np.float32(lr), *(np.float32(b) for b in betas), np.float32(eps),
+                        np.float32(wd), np.int32(no_prox), np.int32(t),
+                        np.float32(lr / bc[0]), np.float32(lr * betas[1] / bc[1]),
+                        np.float32(np.sqrt(bc[2])))
+                return np.stack([o.get(name) for o, name in
+                                 zip(outs, ("w", "m", "d", "n", "g_prev"))])
+            args = dict(lr=lr, betas=betas, eps=eps, weight_decay=wd, no_prox=bool(no_prox))
+            want = np.stack(ref.adan_step(*(a.astype(np.float64) for a in (w, g, m, d, nu,
+                                                                          g_prev)), t, **args))
+            mistakes = {"store g in g_prev: the next step's difference needs it":
+                        np.concatenate([want[:4], g_prev[None]])}
+            if t > 1:
+                no_diff = np.stack(ref.adan_step(*(a.astype(np.float64) for a in (
+                    w, g, m, d, nu, g)), t, **args))
+                mistakes["diff = g - g_prev (0 only on the first step)"] = no_diff
+            if wd:
+                other = dict(args, no_prox=not no_prox)
+                mistakes["proximal decay (no_prox = 0) divides: w = (w - step) / (1 + lr wd); "
+                         "no_prox multiplies: w (1 - lr wd) - step"] = np.stack(
+                    ref.adan_step(*(a.astype(np.float64) for a in (w, g, m, d, nu, g_prev)),
+                                  t, **other))
+            yield Case(f"n = {n}, step {t}, decay {wd}{', no_prox' if no_prox else ''}", run,
+                       want, "(w, m, d, n, g_prev)", mistakes,
+                       "m, d, n are moving averages of g, diff and u^2 (u = g + beta2 diff), "
+                       "see exercises.hint(\"adan_update\", 2)")
+    return _verdict("check_adan_update", "adan_update", cases, rtol=1e-4, atol=1e-5)
+
+
 # ---------------------------------------------------------------- notebook 05
 
+@_in_worker
 def check_cmulconj(folder) -> Verdict:
     """``cmulconj(a, b)`` = conj(a) * b in ``<folder>/complex.cl``, run through the
     ``complex_ops(a, b, out, n, op)`` kernel with op 1."""
@@ -450,6 +890,7 @@ def check_cmulconj(folder) -> Verdict:
     return _verdict("check_cmulconj", "cmulconj", cases)
 
 
+@_in_worker
 def check_fft_radix2_stage(folder) -> Verdict:
     """``fft_radix2_stage(src, dst, tw, rows, n, p, inverse, scale)`` in ``<folder>/fft.cl``:
     one Stockham radix-2 stage, compared with ``nnlib.reference.stockham_stage``."""
@@ -485,6 +926,7 @@ def check_fft_radix2_stage(folder) -> Verdict:
 
 # ---------------------------------------------------------------- notebook 06
 
+@_in_worker
 def check_masked_softmax(folder) -> Verdict:
     """The probabilities and log-sum-exp of ``masked_attention_forward(qkv, mask, out,
     probs, lse, groups, n, heads, dh, fill, hard)`` in ``<folder>/attention.cl``, compared
@@ -500,7 +942,7 @@ def check_masked_softmax(folder) -> Verdict:
         rng = _rng()
         for groups, n, heads, dh, hard, size in ((1, 1, 1, 1, 0, 1.0), (3, 5, 2, 7, 0, 1.0),
                                                   (3, 5, 2, 7, 1, 1.0), (_wide(), 3, 2, 4, 1, 1.0),
-                                                  (2, 6, 1, 4, 0, 40.0)):
+                                                  (2, 6, 1, 4, 0, 40.0), (2, 6, 1, 4, 1, 40.0)):
             qkv = size * rng.standard_normal((groups, n, 3 * heads * dh))
             mask = (rng.random((groups, n, n)) < 0.5).astype(np.float32)
             mask[:, np.arange(n), np.arange(n)] = 1
@@ -526,11 +968,99 @@ def check_masked_softmax(folder) -> Verdict:
                 unmasked = ref.masked_attention_forward(qkv, np.ones_like(mask), heads, hard=True)
                 mistakes["the hard mask multiplies exp by m[j] (a masked key gets 0)"] = joined(
                     *unmasked[1:])
+            hint = ("subtract the row's largest logit before exp (large logits overflow "
+                    "otherwise), then divide by the sum")
+            if hard and size > 1:
+                hint = ("under the hard mask a masked key's logit may lie far above the kept "
+                        "keys' maximum, so exp(a[j] - top) overflows and m[j] * inf is NaN: "
+                        "give a masked key 0 without taking its exp")
             label = (f"{groups} groups, n = {n}, {heads} heads of {dh}, "
                      f"{'hard' if hard else 'finite'} mask"
                      + (", large logits (exp overflows unless the row's largest logit is "
                         "subtracted first)" if size > 1 else ""))
-            yield Case(label, run, joined(probs, lse), "probs | lse", mistakes,
-                       "subtract the row's largest logit before exp (large logits overflow "
-                       "otherwise), then divide by the sum")
+            yield Case(label, run, joined(probs, lse), "probs | lse", mistakes, hint)
     return _verdict("check_masked_softmax", "the masked softmax", cases)
+
+
+# ---------------------------------------------------------------- hints
+
+HINTS = {  # exercise -> hints, a nudge first, then the formula
+    "vector_add": (
+        "The global size is rounded up to whole work-groups: some work-items have no element.",
+        "i = get_global_id(0); if (i < n) out[i] = a[i] + b[i];"),
+    "vector_scale": (
+        "Like vector_add, one element per work-item; alpha arrives as a float argument.",
+        "i = get_global_id(0); if (i < n) out[i] = alpha * a[i];"),
+    "dense_forward": (
+        "One work-item per output value y[b, j]: j = get_global_id(0), b = get_global_id(1). "
+        "Which row of x and which row of W does its dot product use?",
+        "y[b * n_out + j] = activate(bias[j] + sum_k x[b * n_in + k] * w[j * n_in + k], act), "
+        "after returning at once if j >= n_out or b >= batch."),
+    "dense_backward_input": (
+        "dx = dz W: one work-item per (input i, sample b) walks the column i of W.",
+        "dx[b * n_in + i] = sum_j dz[b * n_out + j] * w[j * n_in + i]."),
+    "dense_backward_weight": (
+        "dW = dz^T x: one work-item per weight (i, j) sums over the batch, and gradients "
+        "accumulate.",
+        "dw[j * n_in + i] += sum_b dz[b * n_out + j] * x[b * n_in + i]."),
+    "activation_grad": (
+        "The derivative of each activation can be written with its output y = f(z).",
+        "tanh: 1 - y^2; sigmoid: y (1 - y); relu: 1 where y > 0; leaky_relu: 1 where y > 0, "
+        "else LEAKY_SLOPE; none: 1."),
+    "output_gradient": (
+        "Differentiate the mean loss with respect to the output (MSE) or the logits "
+        "(softmax + cross-entropy).",
+        "d = y - t; MSE: 2 d inv_count activate_grad(y, act); cross-entropy: d inv_count."),
+    "balanced_accuracy": (
+        "A class's recall is the share of its true samples predicted as it.",
+        "np.mean([np.mean(y_pred[y_true == k] == k) for k in classes present in y_true])."),
+    "confusion_matrix": (
+        "Count each (true, predicted) pair: row = the true class, column = the prediction.",
+        "np.add.at(c, (y_true, y_pred), 1) on c = np.zeros((n_classes, n_classes), int)."),
+    "intensity": (
+        "Count the floating-point operations of x W^T and the bytes that must at least move "
+        "once between memory and the device.",
+        "flops = 2 batch n_in n_out; bytes = 4 (batch n_in + n_in n_out + n_out + "
+        "batch n_out); intensity = flops / bytes."),
+    "dense_forward_blocked": (
+        "Keep an R x R block of sums in registers: per step of k, load R float4 of x and R "
+        "of W, and use each in R dot products.",
+        "acc[r][c] += dot(vload4(0, x + (b0 + r) n_in + k), vload4(0, w + (j0 + c) n_in + k)) "
+        "for k in steps of 4, the tail one by one; store activate(acc[r][c] + bias[j0 + c]) "
+        "where b0 + r < batch and j0 + c < n_out."),
+    "sgd_update": (
+        "Weight decay goes into the gradient first; momentum keeps a velocity per weight.",
+        "g' = g + wd w; v = momentum v + g'; w -= lr v (Nesterov: lr (g' + momentum v); "
+        "momentum 0: lr g')."),
+    "adan_update": (
+        "Adan keeps three moments: of g, of the gradient difference g - g_prev, and of the "
+        "squared look-ahead u = g + beta2 (g - g_prev).",
+        "m = b1 m + (1-b1) g; d = b2 d + (1-b2) diff; n = b3 n + (1-b3) u^2; "
+        "denom = sqrt(n) / sqrt_bc3 + eps; step = step_size m/denom + step_size_d d/denom; "
+        "w = (w - step) / (1 + lr wd); g_prev = g."),
+    "cmulconj": (
+        "conj(a) flips the sign of the imaginary part of a; then multiply as complex numbers.",
+        "conj(a) b = (a.x b.x + a.y b.y) + i (a.x b.y - a.y b.x)."),
+    "fft_radix2_stage": (
+        "One work-item per butterfly j: it reads src[j] and src[j + n/2] and writes two "
+        "outputs p apart.",
+        "k = j mod p; w = tw[k (n/2) / p] (conjugated if inverse); a = src[j], "
+        "b = src[j + n/2] w; dst[2j - k] = (a + b) scale, dst[2j - k + p] = (a - b) scale."),
+    "masked_softmax": (
+        "Subtract the row's largest kept logit before exp; a masked key under the hard mask "
+        "must get 0 without computing its exp.",
+        "a[j] = masked_logit(...); top = max over kept keys; a[j] = hard ? (m[j] != 0 ? m[j] "
+        "exp(a[j] - top) : 0) : exp(a[j] - top); divide by the sum; lse = top + log(sum)."),
+}
+
+
+def hint(name: str, level: int = 1) -> None:
+    """Prints a hint for the exercise ``name`` (e.g. "dense_forward"): level 1 a nudge, 2 the
+    formula."""
+    name = name.removeprefix("check_")
+    if name not in HINTS:
+        raise KeyError(f"no exercise named {name!r}; known: {', '.join(sorted(HINTS))}")
+    tiers = HINTS[name]
+    if not 1 <= level <= len(tiers):
+        raise ValueError(f"hint levels for {name} are 1 (a nudge) to {len(tiers)} (the formula)")
+    print(tiers[level - 1])

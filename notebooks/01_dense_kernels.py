@@ -21,6 +21,9 @@
 # **output gradient**, the **hidden gradient** and the **weight update**. We derive the maths,
 # read each kernel, run it, and check it against a numpy reference and against finite
 # differences.
+#
+# The source article: Dmitriy Gizlyk, ["Neural networks made easy (Part 5): Multithreaded calculations in
+# OpenCL"](https://www.mql5.com/en/articles/8435), MQL5 Articles, 2020.
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
@@ -69,10 +72,7 @@ print(inspect.getsource(ref.dense_backward))
 # several kernel files, so they live in `kernels/activation.cl`:
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("activation").split("// One work-item per element")[0])
-### STUB: print(open("../kernels/activation.cl").read().split("// One work-item per element")[0])
-### END SOLUTION
+print(nnlib.source("activation", folder="../kernels").split("// One work-item per element")[0])
 
 # %% [markdown]
 # And the dense kernels (`kernels/dense.cl`). The first section is the article's design; the
@@ -80,10 +80,7 @@ print(nnlib.source("activation").split("// One work-item per element")[0])
 # accumulators: notebook 03 explains why it is many times faster on the same hardware.
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("dense"))
-### STUB: print(open("../kernels/dense.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("dense", folder="../kernels"))
 
 # %% [markdown]
 # `nnlib.Dense` launches these kernels. Both variants must agree with numpy on awkward sizes:
@@ -120,10 +117,7 @@ print(f"max |error| of the last layer: {np.abs(y - want).max():.1e}")
 # output element (`kernels/loss.cl`):
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("loss"))
-### STUB: print(open("../kernels/loss.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("loss", folder="../kernels"))
 
 # %% [markdown]
 # The **hidden gradient** passes the gradient to the layer below:
@@ -145,7 +139,7 @@ print(nnlib.source("loss"))
 # last, partial vector. Notebook 03 explains why the vectors are written out by hand:
 
 # %%
-print(nnlib.source("optim", "sgd_update"))
+print(nnlib.source("optim", "sgd_update", folder="../kernels"))
 
 # %% [markdown]
 # All the backward kernels against numpy, with the same awkward sizes:
@@ -253,25 +247,56 @@ plt.show()
 #
 # ## Exercises
 # 1. Derive the output gradient of softmax + cross-entropy and check that it is $(p - t)/B$.
-# 2. Remove `+ bias[j]` from a copy of `dense_forward_seed`. Which check above fails first?
+# 2. Copy `dense.cl` into a folder of your own (as in notebook 00), remove the bias from
+#    `dense_forward_seed` there (`float sum = 0.0f;`) and run
+#    `exercises.check_dense_forward("my_kernels")`. What does it say, and which of the
+#    comparisons above would have caught it?
 # 3. Why does `dense_backward_weight` *add* to `dw` instead of overwriting it? What would go
 #    wrong in `fit` if it overwrote?
 #
 # ### Checked exercises: write the kernels yourself
-# In the exercise version of this notebook (`make exercises`), three pieces are missing from
-# your copies of the kernels in `../kernels/`: the body of `dense_forward_seed` (`dense.cl`),
-# the cases of `activate_grad` (`activation.cl`) and the body of `output_gradient`
-# (`loss.cl`). Write each one and run its check: it launches your kernel on awkward sizes
-# (batch 1, odd sizes, a size above the device's largest work-group), compares with
-# `nnlib.reference` and names the likely mistake.
+# In the exercise version of this notebook (`make exercises`, or `make assignments` for
+# nbgrader), five pieces are missing from your copies of the kernels in `../kernels/`: the
+# bodies of `dense_forward_seed`, `dense_backward_input_seed` and `dense_backward_weight_seed`
+# (`dense.cl`: the forward pass and the two backward products), the cases of `activate_grad`
+# (`activation.cl`) and the body of `output_gradient` (`loss.cl`). Write each one and run its
+# check: it launches your kernel on awkward sizes (batch 1, odd sizes, a size above the
+# device's largest work-group), compares with `nnlib.reference` and names the likely mistake.
+# Stuck? `exercises.hint("dense_backward_weight", 1)` gives a nudge, level 2 the formula.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "dense_forward", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_dense_forward("../kernels")
+verdict = exercises.check_dense_forward("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %%
-exercises.check_activation_grad("../kernels")
+# %% nbgrader={"grade": true, "grade_id": "activation_grad", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_activation_grad("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %%
-exercises.check_output_gradient("../kernels")
+# %% nbgrader={"grade": true, "grade_id": "output_gradient", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_output_gradient("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "dense_backward_input", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_dense_backward_input("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "dense_backward_weight", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_dense_backward_weight("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

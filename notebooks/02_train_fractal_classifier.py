@@ -19,11 +19,14 @@
 # The article behind notebook 01 trains its OpenCL network on hourly EURUSD candles: from the
 # last 20 candles, predict whether the newest candle will turn out to be an **upper fractal**,
 # a **lower fractal**, or **neither**. We repeat the experiment with nnlib, plot the learning
-# curves, and look honestly at what the accuracy means.
+# curves, and look honestly at what the accuracy means. The article: Dmitriy Gizlyk,
+# ["Neural networks made easy (Part 5): Multithreaded calculations in
+# OpenCL"](https://www.mql5.com/en/articles/8435), MQL5 Articles, 2020.
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
 import numpy as np
+import sklearn.metrics
 
 import nnlib
 from nnlib import data
@@ -139,8 +142,7 @@ assert 0.5 < accuracy(x_test, y_test) < baseline + 0.05  # no better than the co
 
 # %% tags=["nbval-ignore-output"]
 pred = net.predict(x_test).argmax(axis=1)
-confusion = np.zeros((3, 3), dtype=int)
-np.add.at(confusion, (y_test, pred), 1)
+confusion = sklearn.metrics.confusion_matrix(y_test, pred, labels=[0, 1, 2])  # yours: below
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ax.imshow(confusion, cmap="Blues")
 for i in range(3):
@@ -190,24 +192,83 @@ assert all(confusion[k, k] / confusion[:, k].sum() > 2 * base_rate for k in (0, 
 # the constant answer scores 1/3 whatever the class balance. Write it and run the check; then
 # compare the network with the constant answer on the test set.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "balanced_accuracy_code", "locked": false, "schema_version": 3, "solution": true}
 from nnlib import exercises
 
 
 def balanced_accuracy(y_true, y_pred, n_classes):
+    # exercises.hint("balanced_accuracy", 1) gives a nudge, level 2 the formula
     ### BEGIN SOLUTION
-    # HINT: for each class k present in y_true, its recall is np.mean(y_pred[y_true == k] == k)
     recalls = [np.mean(y_pred[y_true == k] == k) for k in range(n_classes) if np.any(y_true == k)]
     return float(np.mean(recalls))
     ### END SOLUTION
 
 
-exercises.check_balanced_accuracy(balanced_accuracy)
+# %% nbgrader={"grade": true, "grade_id": "balanced_accuracy", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_balanced_accuracy(balanced_accuracy)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %% tags=["nbval-ignore-output"]
+# %% [markdown]
+# Where do the network's mistakes go? A **confusion matrix** counts, for every true class
+# (row) and predicted class (column), how many samples fall there; its diagonal divided by
+# the row sums is each class's recall. Write `confusion_matrix` and run its check.
+
+# %% nbgrader={"grade": false, "grade_id": "confusion_matrix_code", "locked": false, "schema_version": 3, "solution": true}
+def confusion_matrix(y_true, y_pred, n_classes):
+    # exercises.hint("confusion_matrix", 1) gives a nudge, level 2 the answer
+    ### BEGIN SOLUTION
+    counts = np.zeros((n_classes, n_classes), dtype=int)
+    np.add.at(counts, (y_true, y_pred), 1)
+    return counts
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "confusion_matrix", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_confusion_matrix(confusion_matrix)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Now compare the network with the constant answer on the test set: `pred` holds the
+# network's test predictions, and the constant answer is `np.full_like(y_test, 2)`.
+
+# %% tags=["nbval-ignore-output"] nbgrader={"grade": false, "grade_id": "compare_constant", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-# HINT: pred holds the network's test predictions; the constant answer is np.full_like(y_test, 2)
 print(f"balanced accuracy on the test set: network {balanced_accuracy(y_test, pred, 3):.3f}, "
       f"always 'none' {balanced_accuracy(y_test, np.full_like(y_test, 2), 3):.3f}")
 assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/3
 ### END SOLUTION
+
+# %% [markdown]
+# ### Train on your own kernels
+# The network above ran nnlib's kernels. `nnlib.use_kernels(folder, topics)` makes the layers
+# built after it read `<folder>/<topic>.cl` instead: with your kernels of notebook 01 (the
+# article's design, `variant="seed"`: one work-item per output value), the same classifier
+# trains on code you wrote. The cell runs once notebook 01's checks pass on `../kernels` (in
+# an nbgrader assignment, copy your `dense.cl`, `activation.cl` and `loss.cl` from 01's
+# `kernels/` first; in the solution workbook `../kernels` holds nnlib's own).
+
+# %% tags=["nbval-ignore-output"]
+checks = (exercises.check_dense_forward, exercises.check_dense_backward_input,
+          exercises.check_dense_backward_weight, exercises.check_activation_grad,
+          exercises.check_output_gradient)
+if all(check("../kernels") for check in checks):
+    nnlib.use_kernels("../kernels", topics=("dense", "activation", "loss"))
+    own = nnlib.Sequential([
+        nnlib.Dense(240, 128, "tanh", seed=1, variant="seed"),
+        nnlib.Dense(128, 64, "tanh", seed=2, variant="seed"),
+        nnlib.Dense(64, 3, "softmax", seed=3, variant="seed"),
+    ], loss="cross_entropy")
+    own.fit(x_train, y_train, nnlib.optim.SGD(own.parameters(), lr=0.02, momentum=0.9),
+            epochs=5, batch_size=64, seed=0, progress=False)
+    nnlib.use_kernels(None)  # back to nnlib's kernels
+    own_score = sklearn.metrics.balanced_accuracy_score(y_test, own.predict(x_test).argmax(1))
+    print(f"balanced accuracy on your kernels after 5 epochs: {own_score:.3f}")
+    assert own_score > 0.4, "below what a trained network reaches"
+else:
+    print("not yet: first make notebook 01's checks pass on your kernels in ../kernels")

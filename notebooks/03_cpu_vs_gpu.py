@@ -67,7 +67,7 @@ for d in nnlib.devices():
 # row `b` of x with row `j` of W.
 
 # %%
-print(nnlib.source("dense", "dense_forward_seed"))
+print(nnlib.source("dense", "dense_forward_seed", folder="../kernels"))
 
 # %% [markdown]
 # The blocked forward kernel gives each work-item a tile of 6 samples x 4 neurons. It keeps 24
@@ -76,7 +76,7 @@ print(nnlib.source("dense", "dense_forward_seed"))
 # each loaded value is used 4 or 6 times.
 
 # %%
-print(nnlib.source("dense", "gemm_nt"))
+print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 
 # %% [markdown]
 # Why the difference matters on a CPU:
@@ -182,7 +182,7 @@ for r in rows:
         plt.plot(ai, r["fast"], "s", color=f"C{[1, 16, 64].index(r['batch'])}")
         plt.plot(ai, r["seed"], "o", color=f"C{[1, 16, 64].index(r['batch'])}", alpha=0.4)
 for i, b in enumerate((1, 16, 64)):
-    plt.plot([], [], "s", color=f"C{i}", label=f"batch {b} (fast: squares, seed: circles)")
+    plt.plot([], [], "s", color=f"C{i}", label=f"batch {b} (fast: squares, article: circles)")
 plt.xscale("log")
 plt.yscale("log")
 plt.xlabel("FLOP per byte")
@@ -197,6 +197,14 @@ plt.show()
 # look where the circles (the article's kernel) sit: below the roof at every intensity
 # means limited by latency, not by bandwidth. Small layers miss the roof for a third
 # reason: launch overhead.
+#
+# A point *above* the memory roof is no measuring error. The intensity on the x axis assumes
+# that every operand comes from main memory once per launch, and the roof assumes the
+# bandwidth of a copy far larger than the caches. A small layer's weights (a 256 x 256 layer
+# is 256 KiB) stay in the CPU's caches from one timed repetition to the next, and caches
+# deliver several times the bandwidth of main memory, so the kernel beats a roof drawn for
+# main memory. A roofline with one roof per cache level (L1, L2, L3, memory) places such
+# points under the roof of the level that holds the data.
 #
 # ## Threads
 #
@@ -290,7 +298,7 @@ plt.show()
 
 # %% [markdown]
 # Compare the two panels: the matrix kernels' share shrinks with the batch, while the
-# optimizer's pass over all 254,000 parameters (four arrays read and three written every
+# optimizer's pass over all 255,491 parameters (four arrays read and three written every
 # step, whatever the batch) stays: a memory-bound floor that dominates at small batches.
 # (Device times measured while the host is still enqueueing run slower than alone: on 2
 # cores the Python thread and PoCL's threads share the cores.) Now the whole step
@@ -595,3 +603,46 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 # 2. Where on the roofline is the article's kernel at batch 64? Is it limited by bandwidth?
 # 3. Run `python -m nnlib.bench.dense --pocl-threads 1 2 --widths 64 4096 --batches 64` and
 #    explain why the speedup differs between the two widths.
+#
+# ### Checked exercises: intensity and a blocked kernel
+# In the exercise version of this notebook (`make exercises`, or `make assignments` for
+# nbgrader) two pieces are yours to write.
+#
+# **The arithmetic intensity** of a dense forward pass, `intensity(batch, n_in, n_out)`: its
+# FLOP per byte when x, W and y each move once between memory and the device (float32, the
+# bias neglected), the x axis of the roofline above.
+
+# %% nbgrader={"grade": false, "grade_id": "intensity_code", "locked": false, "schema_version": 3, "solution": true}
+from nnlib import exercises
+
+
+def intensity(batch, n_in, n_out):
+    # exercises.hint("intensity", 1) gives a nudge, level 2 the formula
+    ### BEGIN SOLUTION
+    return 2 * batch * n_in * n_out / (4 * (batch * n_in + n_in * n_out + batch * n_out))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "intensity", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_intensity(intensity)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **A register-blocked kernel**, `dense_forward_blocked` in your copy of
+# `../kernels/blocked.cl`: each work-item computes a 4 x 4 block of outputs (4 samples x 4
+# neurons) in registers, so each float4 it loads from x or W serves 4 dot products instead of
+# one. The check runs it on awkward sizes, then times it against the one-work-item-per-output
+# kernel (`dense_forward_seed`) and against nnlib's own blocked kernel in the same run: yours
+# must reach at least 2/3 of the speedup nnlib's reaches on your device. On a GPU that
+# speedup is large; on a CPU it may be below 1, because PoCL already runs neighbouring
+# work-items of the simple kernel as the lanes of one SIMD instruction.
+
+# %% nbgrader={"grade": true, "grade_id": "dense_forward_blocked", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_dense_forward_blocked("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

@@ -21,6 +21,13 @@
 # place, with the state it keeps beside it. We write the rules as maths, as numpy and as
 # kernels, fix the bugs of the source article's Adam-mini kernel, and compare the four on two
 # problems: memory, speed, and the loss they reach.
+#
+# Sources: Dmitriy Gizlyk, ["Neural Networks in Trading: Reducing Memory Consumption with
+# Adam-mini Optimization"](https://www.mql5.com/en/articles/15352), MQL5 Articles, 2024 (the
+# article's kernels); Yushun Zhang et al., ["Adam-mini: Use Fewer Learning Rates To Gain
+# More"](https://arxiv.org/abs/2406.16793), ICLR 2025; Xingyu Xie et al., ["Adan: Adaptive
+# Nesterov Momentum Algorithm for Faster Optimizing Deep Models"](https://arxiv.org/abs/2208.06677),
+# IEEE TPAMI 2024 (summarised in the German article "Adan" on php.cn, 2023).
 
 # %% tags=["nbval-ignore-output"]
 import inspect
@@ -68,7 +75,7 @@ print(inspect.getsource(ref.adam_step))
 # `sqrt_bc2` $= \sqrt{1-\beta_2^t}$:
 
 # %%
-print(nnlib.source("optim", "adam_update"))
+print(nnlib.source("optim", "adam_update", folder="../kernels"))
 
 # %% [markdown]
 # Every rule against its numpy reference for 25 steps, on a tensor wider than the device's
@@ -106,7 +113,7 @@ for label, (make, reference, n_state) in rules.items():
 # memory until one is left:
 
 # %%
-print(nnlib.source("optim", "adam_mini_update"))
+print(nnlib.source("optim", "adam_mini_update", folder="../kernels"))
 
 # %% [markdown]
 # The source article's kernel differs in three ways, each a bug.
@@ -153,7 +160,7 @@ print(f"blocks wider than the work-group limit, {opt.group_size <= wide} times w
 
 
 # %%
-def seed_style_mean(values, local_size=64):
+def article_style_mean(values, local_size=64):
     """The article's reduction: partial sums per work-item, then halving while count > 1."""
     temp = np.array([values[i::local_size].sum() for i in range(min(local_size, len(values)))])
     count = (len(temp) + 1) // 2
@@ -173,7 +180,7 @@ for n in (3, 8, 100, 200):
     p.grad.fill(1.0)
     opt.step()
     ours = opt.v[0].get()[0] / (1 - 0.5)
-    print(f"block of {n:3}: article's mean {seed_style_mean(np.ones(n)):.3f}, ours {ours:.3f}")
+    print(f"block of {n:3}: article's mean {article_style_mean(np.ones(n)):.3f}, ours {ours:.3f}")
 
 # %% [markdown]
 # **3. `if (delta > 0)` applies only positive updates.** Every weight that should decrease
@@ -252,6 +259,20 @@ for name, make in makers.items():
         times.append(event_ms(*opt.events))
     print(f"{name:9} {np.median(times) * 1000:7.1f} us per step (kernels only)")
     assert 0 < np.median(times) < 1000
+
+# %% [markdown]
+# Adam-mini moves less memory than Adam (one second moment per block instead of one per
+# weight), yet its kernel is usually not faster, often slower. The reason is the block
+# reduction: a work-group must finish the mean of $g^2$ over its block before any of its
+# work-items may update a weight, so each group reads its block's gradient twice (once for
+# the sum, once for the update), waits at a barrier after every halving step of the local
+# reduction (log2 of the group size steps, most work-items idle in the last ones), and runs
+# one group per block: a small block leaves most of a large work-group idle, and on a CPU
+# every barrier is a switch between work-items that PoCL cannot vectorize across. Adam's
+# kernel is one pass with no barrier. What would make Adam-mini faster: reduce with the
+# device's sub-group (warp) operations instead of local memory (`sub_group_reduce_add`),
+# size the work-group to the block, fuse the sum of $g^2$ into the backward kernel that
+# produces $g$ (so the gradient is read once), and update all tensors in one launch.
 
 # %% [markdown]
 # ## A toy with block-diagonal curvature
@@ -526,13 +547,30 @@ widgets.interact_manual.options(manual_name="Train 3 epochs")(
 #    betas $(\beta_1, \beta_3)$.
 # 3. Stop each run of the steps-to-target experiment when it reaches the target, and compare
 #    the test losses then. Is Adan still behind?
-# 4. Write the SGD update yourself (below).
+# 4. Write the SGD update and the Adan update yourself (below).
 #
-# ### Checked exercise: the SGD update
-# In the exercise version of this notebook (`make exercises`) the body of `sgd_update` in
-# `../kernels/optim.cl` is yours to write: weight decay, momentum, Nesterov.
+# ### Checked exercises: the SGD and Adan updates
+# In the exercise version of this notebook (`make exercises`, or `make assignments` for
+# nbgrader) two kernels of your copy of `../kernels/optim.cl` are yours to write: the body of
+# `sgd_update` (weight decay, momentum, Nesterov) and the middle of `adan_update` (its three
+# moments, the step and the two kinds of weight decay; the comment above the kernel states
+# the rule, after the official Adan code: Xie et al., "Adan: Adaptive Nesterov Momentum
+# Algorithm for Faster Optimizing Deep Models", IEEE TPAMI 2024, arXiv:2208.06677). Each
+# check runs your kernel as `nnlib.optim` launches it, on one weight, an odd size and more
+# weights than a work-group holds. Stuck? `exercises.hint("adan_update", 1)`.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "sgd_update", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_sgd_update("../kernels")
+verdict = exercises.check_sgd_update("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "adan_update", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_adan_update("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

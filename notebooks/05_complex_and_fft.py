@@ -22,7 +22,11 @@
 # convolution (real and complex), and the FFT with its inverse, each with gradients that
 # let it sit inside a trained model. Along the way we meet the one rule that complex
 # back-propagation adds, **the conjugate**, and see what the source article's kernels get
-# wrong without it.
+# wrong without it. The source article: Dmitriy Gizlyk, ["Neural Networks in Trading:
+# Anomaly Detection in the Frequency Domain (CATCH)"](https://www.mql5.com/en/articles/17649),
+# MQL5 Articles, 2025; the model: Xingjian Wu et al., ["CATCH: Channel-Aware Multivariate
+# Time Series Anomaly Detection via Frequency Patching"](https://arxiv.org/abs/2410.12261),
+# ICLR 2025.
 
 # %% tags=["nbval-ignore-output"]
 import inspect
@@ -54,10 +58,7 @@ print(rt)
 # with the line `// requires: complex.cl`, and the runtime joins the two sources.
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("complex"))
-### STUB: print(open("../kernels/complex.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("complex", folder="../kernels"))
 
 # %% [markdown]
 # The last kernel, `complex_ops`, is a window on the helpers: one work-item per element
@@ -305,10 +306,7 @@ plt.show()
 # The kernels:
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("fft"))
-### STUB: print(open("../kernels/fft.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("fft", folder="../kernels"))
 
 # %% [markdown]
 # Each algorithm against numpy, on 3 rows, with the round trip $\mathrm{ifft}(\mathrm{fft}
@@ -379,11 +377,15 @@ print(f"strongest cycle of |returns|: {1 / peak:.1f} bars")
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.5))
 a1.plot(returns[:480] * 1e4, lw=0.8)
 a1.set(xlabel="hour", ylabel="log return (bp)", title="EURUSD H1, first 480 hours")
-a2.plot(freq[half], power.mean(0)[half], marker=".")
-for h in (24, 12, 8):
-    a2.axvline(1 / h, color="grey", ls=":", lw=0.8)
+mean_power = power.mean(0)[half]
+a2.plot(freq[half], mean_power, marker=".")
+inner = mean_power[1:-1]  # the three largest local maxima, from the data
+peaks = np.flatnonzero((inner > mean_power[:-2]) & (inner > mean_power[2:])) + 1
+peaks = np.sort(peaks[np.argsort(mean_power[peaks])[-3:]])
+for f in freq[half][peaks]:
+    a2.axvline(f, color="grey", ls=":", lw=0.8)
 a2.set(xlabel="cycles per bar", ylabel="mean power of |return|",
-       title="spectrum: peaks at 1/24, 1/12, 1/8")
+       title="spectrum: largest peaks at " + ", ".join(f"1/{1 / f:.3g}" for f in freq[half][peaks]))
 plt.show()
 
 # %% [markdown]
@@ -412,7 +414,8 @@ a1.plot(signal[hidden] * 1e4, lw=0.8)
 a1.set(title=f"window {hidden} in time: nothing to see", xlabel="bar", ylabel="bp")
 a2.plot(freq[half], spectra[hidden], label=f"window {hidden}")
 a2.plot(freq[half], np.median(spectra, axis=0), label="median window")
-a2.set(title="in frequency: a peak at 1/5", xlabel="cycles per bar")
+a2.set(title=f"in frequency: a peak at 1/{1 / freq[half][np.argmax(spectra[hidden])]:.3g}",
+       xlabel="cycles per bar")
 a2.legend()
 a3.bar(range(41), score)
 a3.set(title="share of energy in the strongest frequency", xlabel="window")
@@ -481,10 +484,18 @@ assert device_s > 0 and numpy_s > 0
 # (one butterfly). Write each one and run its check: it runs your code on awkward sizes,
 # compares with `nnlib.reference` and names the likely mistake.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "cmulconj", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_cmulconj("../kernels")
+verdict = exercises.check_cmulconj("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %%
-exercises.check_fft_radix2_stage("../kernels")
+# %% nbgrader={"grade": true, "grade_id": "fft_radix2_stage", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+verdict = exercises.check_fft_radix2_stage("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

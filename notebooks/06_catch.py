@@ -135,7 +135,7 @@ for module, size in sizes.items():
 # that row of the mask gradient, summed over heads) and one per key: no atomics, no races.
 
 # %%
-print(nnlib.source("attention", "masked_attention_forward"))
+print(nnlib.source("attention", "masked_attention_forward", folder="../kernels"))
 
 # %% [markdown]
 # The kernels against the numpy reference, on odd sizes and more work-items than one
@@ -530,7 +530,11 @@ slider = widgets.interact(show, ratio=widgets.FloatSlider(
 # log-sum-exp that the backward pass reuses. The check runs it on one channel, odd sizes,
 # more groups than a work-group holds, and logits large enough to overflow an exp.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "masked_softmax", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_masked_softmax("../kernels")
+verdict = exercises.check_masked_softmax("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

@@ -6,6 +6,7 @@ import pytest
 
 import nnlib
 from nnlib import runtime
+from nnlib.runtime import kernel_dir
 
 
 def test_devices_lists_limits():
@@ -132,3 +133,34 @@ def test_empty_matches_pyopencl_layout(rt):
             (b.shape, b.strides, b.size, b.nbytes, b.dtype)
     with pytest.raises(ValueError, match="negative"):
         rt.empty((2, -1))
+
+
+def test_source_hides_exercise_markers_and_reads_a_folder(tmp_path):
+    assert "BEGIN SOLUTION" in (kernel_dir() / "vector.cl").read_text()
+    shown = nnlib.source("vector")
+    assert "SOLUTION" not in shown and "HINT:" not in shown and "a[i] + b[i]" in shown
+    (tmp_path / "vector.cl").write_text("// a student's copy\n")
+    assert nnlib.source("vector", folder=tmp_path) == "// a student's copy\n"
+    assert "a[i] + b[i]" in nnlib.source("vector", folder=tmp_path / "absent")
+
+
+def test_use_kernels_builds_the_layers_from_a_folder(tmp_path, rng):
+    rt = nnlib.Runtime()
+    text = (kernel_dir() / "dense.cl").read_text()
+    (tmp_path / "dense.cl").write_text(text.replace("float sum = bias[j];", "float sum = 0.0f;"))
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+
+    def forward():
+        layer = nnlib.Dense(5, 4, seed=1, variant="seed", runtime=rt)
+        layer.bias.value.set(np.ones(4, np.float32))
+        return layer.forward(rt.to_device(x)).get(), layer.weight.numpy()
+
+    y, w = forward()
+    np.testing.assert_allclose(y, x @ w.T + 1, rtol=1e-5, atol=1e-5)
+    nnlib.use_kernels(tmp_path, topics=("dense",), runtime=rt)
+    y, w = forward()
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-5, atol=1e-5)  # the folder's kernel: no bias
+    nnlib.use_kernels(None, runtime=rt)
+    np.testing.assert_allclose(forward()[0], x @ w.T + 1, rtol=1e-5, atol=1e-5)
+    with pytest.raises(FileNotFoundError, match="use_kernels: no folder"):
+        nnlib.use_kernels(tmp_path / "absent", runtime=rt)

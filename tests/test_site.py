@@ -136,13 +136,14 @@ def test_a_formula_the_converter_cannot_take_is_an_error():
 def test_code_shows_no_markers_and_outputs_no_device_names(site, path):
     soup = _soup(site / f"{path.stem}.html")
     text = "\n".join(c.get_text() for c in soup.select(".jp-CodeCell"))
-    for marker in ("NBVAL_", "BEGIN SOLUTION", "END SOLUTION", "STUB:", "HINT:"):
+    for marker in ("NBVAL_", "BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "STUB:", "HINT:"):
         assert marker not in text, f"{path.stem} shows {marker}"
     assert not build_site.DEVICE_NAME.search(text), build_site.DEVICE_NAME.search(text)[0]
 
 
 def test_markers_and_device_names_are_recognised():
-    code = "x = 1\n# NBVAL_IGNORE_OUTPUT\n    ### BEGIN SOLUTION\n// STUB: return 0;\ny = 2\n"
+    code = ("x = 1\n# NBVAL_IGNORE_OUTPUT\n    ### BEGIN SOLUTION\n// STUB: return 0;\n"
+            "### BEGIN HIDDEN TESTS\n    // ### END SOLUTION\ny = 2\n")
     assert build_site.strip_markers(code) == "x = 1\ny = 2\n"
     row = "PoCL  | pthread-AMD EPYC    | CPU"
     assert build_site.hide_device_names(row) == "PoCL  | [device name]       | CPU"

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TITLE = "nnlib · the OpenCL neural-net workbook"
 REFERENCE = re.compile(r"(?<!\[)\bnotebook (\d\d)\b")
 # Comment lines for nbval and for tools/make_exercises.py, in Python or OpenCL C
-MARKER_LINE = re.compile(r"^\s*(#+|//)\s*(NBVAL_\w+|BEGIN SOLUTION|END SOLUTION|HINT:|STUB:)"
-                         r".*(\n|$)", re.MULTILINE)
+MARKER_LINE = re.compile(r"^\s*(#+|//)\s*(###\s*)?(NBVAL_\w+|BEGIN SOLUTION|END SOLUTION|"
+                         r"BEGIN HIDDEN TESTS|END HIDDEN TESTS|HINT:|STUB:).*(\n|$)", re.MULTILINE)
 # OpenCL device names as runtimes report them: PoCL's CPU devices, then GPU vendors' names
 WORD = r"(?:[^\s|()'\",]|\((?:R|TM)\))+"
 DEVICE_NAME = re.compile(rf"\b(?:pthread|cpu)-{WORD}(?: {WORD})*"

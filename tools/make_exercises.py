@@ -1,24 +1,43 @@
-"""Generate the exercise version of the workbook from its solutions.
+"""Generate the exercise version of the workbook from its solutions: a plain hand-out, or an
+nbgrader course.
 
-    python tools/make_exercises.py --out build/exercises
+    python tools/make_exercises.py --out build/exercises            # the hand-out
+    python tools/make_exercises.py --nbgrader --out build/course    # source/ and release/
 
-Solution regions are marked in notebooks/NN_*.py and kernels/*.cl with nbgrader's words,
-in the file's comment syntax (`//` in kernels, `#` in Python):
+Solution regions use nbgrader's markers. In notebook code cells (notebooks/NN_*.py):
 
-    // BEGIN SOLUTION
+    ### BEGIN SOLUTION          the solution, replaced by nbgrader's stub:
+    ...                         # YOUR CODE HERE / raise NotImplementedError()
+    ### END SOLUTION
+    ### BEGIN HIDDEN TESTS      in grade cells: removed from what students get
+    ...
+    ### END HIDDEN TESTS
+
+with each cell's nbgrader metadata (solution / grade / locked, grade_id, points) in its
+percent-format header, `# %% nbgrader={...}`. In kernels/*.cl, in `//` comments:
+
+    // ### BEGIN SOLUTION
     // HINT: kept in the exercise, as a comment
-    // STUB: return 1.0f;        (becomes code in the exercise; Python stubs default to `pass`)
+    // STUB: return 1.0f;        (becomes code in the exercise)
     ...the solution, removed from the exercise...
-    // END SOLUTION
+    // ### END SOLUTION
 
 Kernels listed in WHOLE_KERNELS lose their whole body instead, so files that must stay
-marker-free can still hold an exercise. Writes <out>/notebooks/NN_*.ipynb (every notebook,
-without outputs) and <out>/kernels/*.cl (the files that hold exercises); the notebooks' checks
-read the student's kernels from "../kernels".
+marker-free can still hold an exercise. nbgrader processes only notebooks, so the kernel
+files are stripped here for both outputs.
+
+The hand-out: <out>/notebooks/NN_*.ipynb (every notebook, without outputs) and
+<out>/kernels/*.cl (the files that hold exercises); its checks read "../kernels".
+The course: <out>/source/NN_topic/ (each notebook with its solutions and nbgrader metadata,
+next to kernels/ with the exercise files), <out>/nbgrader_config.py, and release/ made by
+`nbgrader generate_assignment`; there the checks read "kernels".
 """
 
 import argparse
+import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,20 +49,31 @@ ROOT = Path(__file__).resolve().parent.parent
 WHOLE_KERNELS = {
     "dense.cl": {
         "dense_forward_seed": (
-            "one work-item per output: j = get_global_id(0), b = get_global_id(1);",
-            "return at once if j >= n_out or b >= batch (the global size may be rounded up);",
-            "sum = bias[j] + the sum over k of x[b * n_in + k] * w[j * n_in + k];",
-            "y[b * n_out + j] = activate(sum, act)",
+            "one work-item per output value; which two ids name it, and what must a "
+            "work-item past the data do?",
+            "exercises.hint(\"dense_forward\", 2) gives the formula",
+        ),
+        "dense_backward_input_seed": (
+            "one work-item per input gradient value dx[b, i]: which row of dz and which "
+            "column of W does it read?",
+            "exercises.hint(\"dense_backward_input\", 2) gives the formula",
+        ),
+        "dense_backward_weight_seed": (
+            "one work-item per weight gradient dw[j, i], summed over the batch; does it "
+            "overwrite dw or add to it?",
+            "exercises.hint(\"dense_backward_weight\", 2) gives the formula",
         ),
     },
 }
 
-MARKER = re.compile(r"^(?P<indent>\s*)(#+|//)\s*(?P<word>BEGIN SOLUTION|END SOLUTION|HINT:|STUB:)"
-                    r"\s?(?P<text>.*)$")
+MARKER = re.compile(r"^(?P<indent>\s*)(#+|//)\s*(###\s*)?(?P<word>BEGIN SOLUTION|END SOLUTION|"
+                    r"BEGIN HIDDEN TESTS|END HIDDEN TESTS|HINT:|STUB:)\s?(?P<text>.*)$")
+PYTHON_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")  # nbgrader's code stub
 
 NOTE = ("**Exercise version.** The parts marked `YOUR CODE HERE`, in this notebook and in your "
-        "copies of the kernels in `../kernels/`, are yours to write; each `exercises.check_...` "
-        "cell tells you whether your code is right, and if not, why.")
+        "copies of the kernels in `{kernels}/`, are yours to write; each `exercises.check_...` "
+        "cell tells you whether your code is right, and if not, why "
+        "(`exercises.hint(\"name\", 1)` gives a nudge, level 2 the formula).")
 
 
 class MarkerError(ValueError):
@@ -51,32 +81,44 @@ class MarkerError(ValueError):
 
 
 def strip_solutions(text: str, comment: str, where: str, python: bool) -> tuple[str, int]:
-    """``text`` with every solution region replaced by its stub; returns (text, regions)."""
+    """``text`` with every solution region replaced by its stub and every hidden-test region
+    removed; returns (text, solution regions)."""
     out, region, count = [], None, 0
     for number, line in enumerate(text.splitlines(keepends=True), 1):
         m = MARKER.match(line)
         word = m["word"] if m else None
-        if word == "BEGIN SOLUTION":
+        if word in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS"):
             if region is not None:
-                raise MarkerError(f"{where}:{number}: BEGIN SOLUTION inside the region opened "
+                raise MarkerError(f"{where}:{number}: {word} inside the region opened "
                                   f"at line {region['line']}")
-            region = {"line": number, "indent": m["indent"], "hints": [], "stubs": []}
+            region = {"line": number, "indent": m["indent"], "hints": [], "stubs": [],
+                      "end": word.replace("BEGIN", "END")}
         elif region is None:
-            if word == "END SOLUTION":
-                raise MarkerError(f"{where}:{number}: END SOLUTION without BEGIN SOLUTION")
+            if word in ("END SOLUTION", "END HIDDEN TESTS"):
+                raise MarkerError(f"{where}:{number}: {word} without "
+                                  f"{word.replace('END', 'BEGIN')}")
             out.append(line)
-        elif word == "END SOLUTION":
-            indent = region["indent"]
-            out.append(f"{indent}{comment} YOUR CODE HERE\n")
-            out += [f"{indent}{comment} HINT: {hint}\n" for hint in region["hints"]]
-            out += region["stubs"] or ([f"{indent}pass\n"] if python else [])
-            region, count = None, count + 1
+        elif word == region["end"]:
+            if word == "END SOLUTION":
+                indent = region["indent"]
+                if python:
+                    out += [f"{indent}{line}\n" for line in PYTHON_STUB]
+                else:
+                    out.append(f"{indent}{comment} YOUR CODE HERE\n")
+                    out += [f"{indent}{comment} HINT: {hint}\n" for hint in region["hints"]]
+                    out += region["stubs"]
+                count += 1
+            region = None
+        elif word in ("END SOLUTION", "END HIDDEN TESTS"):
+            raise MarkerError(f"{where}:{number}: {word} closes the region opened at line "
+                              f"{region['line']}")
         elif word == "HINT:":
             region["hints"].append(m["text"])
         elif word == "STUB:":
             region["stubs"].append(f"{m['indent']}{m['text']}\n")
     if region is not None:
-        raise MarkerError(f"{where}:{region['line']}: BEGIN SOLUTION is never closed")
+        raise MarkerError(f"{where}:{region['line']}: {region['end'].replace('END', 'BEGIN')} "
+                          f"is never closed")
     return "".join(out), count
 
 
@@ -107,24 +149,53 @@ def exercise_kernels(kernel_dir: Path) -> dict[str, str]:
     return found
 
 
-def exercise_notebook(path: Path):
-    """The notebook of ``path`` (jupytext percent) with its solutions stubbed, and a note."""
-    text, _ = strip_solutions(path.read_text(), "#", str(path), python=True)
+def exercise_notebook(path: Path, kernels: str = "../kernels", strip: bool = True):
+    """The notebook of ``path`` (jupytext percent), its checks reading ``kernels``, with a note;
+    its solutions stubbed and hidden tests removed unless ``strip`` is false (nbgrader's
+    source, which nbgrader strips itself)."""
+    text = path.read_text().replace('"../kernels', f'"{kernels}')
+    if strip:
+        text, _ = strip_solutions(text, "#", str(path), python=True)
     nb = jupytext.reads(text, fmt="py:percent")
-    nb.cells.insert(1, jupytext.reads(f"# %% [markdown]\n# {NOTE}\n", fmt="py:percent").cells[0])
+    note = NOTE.format(kernels=kernels)
+    nb.cells.insert(1, jupytext.reads(f"# %% [markdown]\n# {note}\n", fmt="py:percent").cells[0])
     return nb
+
+
+def solution_lines(notebook_dir: Path = ROOT / "notebooks",
+                   kernel_dir: Path = ROOT / "kernels") -> set[str]:
+    """Every code line of a solution (a region, a hidden test, a blanked kernel body) that
+    the exercise versions hold nowhere: none of them may reach a student."""
+    removed, kept = set(), set()
+    pairs = [(p.read_text(), t) for p, t in
+             ((kernel_dir / name, text) for name, text in exercise_kernels(kernel_dir).items())]
+    pairs += [(p.read_text(), strip_solutions(p.read_text(), "#", str(p), True)[0])
+              for p in notebooks(notebook_dir)]
+    for original, exercise in pairs:
+        lines = {line.strip() for line in original.splitlines()}
+        left = {line.strip() for line in exercise.splitlines()}
+        removed |= lines - left
+        kept |= left
+    return {line for line in removed - kept if len(line) > 12
+            and not line.startswith(("#", "//")) and not MARKER.match(line)}
+
+
+def notebooks(notebook_dir: Path) -> list[Path]:
+    return sorted(notebook_dir.glob("[0-9][0-9]_*.py"))
+
+
+def _write_kernels(folder: Path, kernels: dict) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in kernels.items():
+        (folder / name).write_text(text)
+    return [folder / name for name in kernels]
 
 
 def generate(out: Path, notebook_dir: Path = ROOT / "notebooks",
              kernel_dir: Path = ROOT / "kernels") -> list[Path]:
-    """Write the exercise notebooks and kernels under ``out``; returns the written files."""
-    written = []
-    for name, text in exercise_kernels(kernel_dir).items():
-        target = out / "kernels" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        written.append(target)
-    for path in sorted(notebook_dir.glob("[0-9][0-9]_*.py")):
+    """Write the hand-out's notebooks and kernels under ``out``; returns the written files."""
+    written = _write_kernels(out / "kernels", exercise_kernels(kernel_dir))
+    for path in notebooks(notebook_dir):
         target = out / "notebooks" / f"{path.stem}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         jupytext.write(exercise_notebook(path), target)
@@ -132,18 +203,71 @@ def generate(out: Path, notebook_dir: Path = ROOT / "notebooks",
     return written
 
 
+COURSE_CONFIG = """\
+# nbgrader's configuration for the workbook's course (written by `make assignments`).
+c = get_config()  # noqa: F821
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = "nnlib"
+c.ExecutePreprocessor.timeout = 600  # seconds per cell: training cells take a minute
+# autograde grades the students' kernels: never overwrite them with the source's stubs
+c.Autograde.exclude_overwriting = {exclude!r}
+"""
+
+
+def generate_course(out: Path, notebook_dir: Path = ROOT / "notebooks",
+                    kernel_dir: Path = ROOT / "kernels", release: bool = True) -> list[str]:
+    """An nbgrader course under ``out``: source/<NN_topic>/ per notebook and, if ``release``,
+    release/ by `nbgrader generate_assignment`; returns the assignment names."""
+    kernels = exercise_kernels(kernel_dir)
+    (out / "source").mkdir(parents=True, exist_ok=True)
+    names = [path.stem for path in notebooks(notebook_dir)]
+    exclude = {name: [f"kernels/{k}" for k in kernels] for name in names}
+    (out / "nbgrader_config.py").write_text(
+        COURSE_CONFIG.format(root=str(out.resolve()), exclude=exclude))
+    for path in notebooks(notebook_dir):
+        folder = out / "source" / path.stem
+        if folder.exists():
+            shutil.rmtree(folder)
+        _write_kernels(folder / "kernels", kernels)
+        jupytext.write(exercise_notebook(path, "kernels", strip=False),
+                       folder / f"{path.stem}.ipynb")
+    if release:
+        for name in names:
+            nbgrader(out, "generate_assignment", name, "--force")
+    return names
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run ``nbgrader args`` in ``course`` (the command a teacher types), failing loudly."""
+    env = dict(os.environ)  # nbgrader runs `alembic` from the same environment's bin/
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "exercises")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--nbgrader", action="store_true",
+                        help="an nbgrader course (source/ and release/) instead of the hand-out")
     args = parser.parse_args()
+    out = args.out or ROOT / "build" / ("course" if args.nbgrader else "exercises")
     try:
-        written = generate(args.out)
+        if args.nbgrader:
+            names = generate_course(out)
+            print("\n".join(names))
+            print(f"the nbgrader course is in {out}/ (source/ and release/)")
+            return 0
+        written = generate(out)
     except MarkerError as err:
         print(f"make_exercises: {err}", file=sys.stderr)
         return 1
     for path in written:
-        print(path.relative_to(args.out))
-    print(f"exercise notebooks and kernels are in {args.out}/")
+        print(path.relative_to(out))
+    print(f"exercise notebooks and kernels are in {out}/")
     return 0
 
 

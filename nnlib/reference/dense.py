@@ -8,11 +8,16 @@ import numpy as np
 from ..codes import LEAKY_SLOPE
 
 __all__ = ["activate", "activate_grad", "softmax", "dense_forward", "dense_backward",
-           "mse", "cross_entropy", "output_gradient", "vector_add"]
+           "mse", "cross_entropy", "output_gradient", "vector_add",
+           "vector_scale"]
 
 
 def vector_add(a, b):
     return a + b
+
+
+def vector_scale(a, alpha):
+    return alpha * a
 
 
 def softmax(z):

@@ -1,0 +1,71 @@
+"""The nbgrader round: `make assignments` builds source/ and release/, a teacher runs
+`nbgrader autograde` and `generate_feedback` on two submissions of notebook 00 (the solution
+kernels, and a kernel with a planted mistake), and the scores and the feedback say why."""
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from nnlib.runtime import kernel_dir
+
+from .tools import load_tool
+
+pytest.importorskip("nbgrader")
+make_exercises = load_tool("make_exercises")
+ASSIGNMENT = "00_devices"
+
+
+def _submit(course: Path, student: str, vector_cl: str) -> None:
+    """The released assignment, with ``vector_cl`` as the student's kernels/vector.cl."""
+    folder = course / "submitted" / student / ASSIGNMENT
+    shutil.copytree(course / "release" / ASSIGNMENT, folder)
+    (folder / "kernels" / "vector.cl").write_text(vector_cl)
+
+
+def _scores(course: Path) -> dict:
+    """student -> {grade cell: (score, max)} from the gradebook nbgrader wrote."""
+    from nbgrader.api import Gradebook
+    found: dict = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        cells = gradebook.find_notebook(ASSIGNMENT, ASSIGNMENT).grade_cells
+        for student in ("alice", "bob"):
+            for cell in cells:
+                grade = gradebook.find_grade(cell.name, ASSIGNMENT, ASSIGNMENT, student)
+                found.setdefault(student, {})[cell.name] = (grade.score, grade.max_score)
+    return found
+
+
+@pytest.mark.slow
+def test_autograde_and_feedback(tmp_path):
+    course = tmp_path / "course"
+    make_exercises.generate_course(course, release=False)
+    make_exercises.nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    released = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", 4)
+    assert not any("HIDDEN TESTS" in cell.source or "assert verdict" in cell.source
+                   for cell in released.cells)
+    solutions = make_exercises.solution_lines()
+    for path in (course / "release").rglob("*.*"):
+        text = path.read_text()
+        assert not [line for line in solutions if line in text], f"{path} leaks a solution"
+
+    solution = (kernel_dir() / "vector.cl").read_text()
+    mistake = solution.replace("a[i] + b[i]", "a[i] - b[i]")
+    assert mistake != solution
+    _submit(course, "alice", solution)
+    _submit(course, "bob", mistake)
+    make_exercises.nbgrader(course, "autograde", ASSIGNMENT, "--force")
+    make_exercises.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force")
+
+    scores = _scores(course)
+    assert all(score == top > 0 for score, top in scores["alice"].values()), scores
+    assert scores["bob"]["vector_add"] == (0, scores["alice"]["vector_add"][1]), scores
+    assert scores["bob"]["vector_scale"] == scores["alice"]["vector_scale"], scores
+
+    feedback = (course / "feedback" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "check_vector_add: not yet." in feedback
+    assert "you computed a - b: add instead" in feedback
+    assert "AssertionError" in feedback
+    good = (course / "feedback" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert "check_vector_add: PASSED." in good and "AssertionError" not in good
