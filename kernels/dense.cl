@@ -77,6 +77,8 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 // nnlib/layers/dense.py chooses per device by measuring (nnlib/tuning.py):
 //   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
 //   TN_R  rows per gemm_tn tile            TN_V  vectors of columns per gemm_tn tile
+//   TN_KB gemm_tn's k-block shared by the work-group through local memory (0: none; the
+//         work-group then runs along the row blocks of one column block)
 //   VLOAD 1: vloadN/vstoreN builtins, 0: one float at a time (compilers that do not inline
 //         the builtins, such as PoCL 3.0, run a function call per vload)
 //   FMA   1: fma() builtin, 0: plain a * b + c (which the compiler may contract itself)
@@ -92,6 +94,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #ifndef TN_V
 #define TN_V 4
+#endif
+#ifndef TN_KB
+#define TN_KB 0
 #endif
 #ifndef VLOAD
 #define VLOAD 1
@@ -255,8 +260,12 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
                     global const float *y, int act, int rowsum, global float *d)
 {
     int r0 = get_global_id(0) * TN_R, c0 = get_global_id(1) * TN_COLS;
-    if (r0 >= nrows || c0 >= ncols)
+    if (c0 >= ncols)  // the same for the whole work-group (its columns are one block)
         return;
+#if TN_KB == 0
+    if (r0 >= nrows)
+        return;
+#endif
     size_t rows[TN_R];  // offsets of P's columns, clamped for loading
     #pragma unroll
     for (int r = 0; r < TN_R; ++r)
@@ -267,35 +276,65 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
         #pragma unroll
         for (int v = 0; v < TN_V; ++v)
             acc[r][v] = (floatv)(0.0f);
+#if TN_KB
+    // The work-group's work-items share one column block: each k-block of B's columns is
+    // copied once into local memory, contiguous (a CPU's caches keep it; B's own rows are
+    // often a power-of-two apart, which maps them all to the same few cache sets), and
+    // every work-item reads it from there. Work-items past the last row only help copy.
+    local float panel[TN_KB * TN_COLS];
+    int lid = get_local_id(0), lsize = get_local_size(0), width = min(TN_COLS, ncols - c0);
+    for (int kb = 0; kb < nk; kb += TN_KB) {
+        int kn = min(TN_KB, nk - kb);
+        barrier(CLK_LOCAL_MEM_FENCE);  // the previous block has been used
+        for (int q = lid; q < kn; q += lsize) {
+            global const float *src = b + (size_t)(kb + q) * ncols + c0;
+            for (int col = 0; col < TN_COLS; ++col)  // zeros past the edge
+                panel[q * TN_COLS + col] = col < width ? src[col] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (r0 >= nrows)
+            continue;
+#else
     bool whole = c0 + TN_COLS <= ncols;
-    for (int k = 0; k < nk; ++k) {
-        global const float *pk = p + (size_t)k * p_k, *bk = b + (size_t)k * ncols + c0;
-        floatv bv[TN_V];
-        if (whole) {
+    {  // one block: all of k
+        int kb = 0, kn = nk;
+#endif
+        for (int k = kb; k < kb + kn; ++k) {
+            global const float *pk = p + (size_t)k * p_k;
+            floatv bv[TN_V];
+#if TN_KB
             #pragma unroll
             for (int v = 0; v < TN_V; ++v)
-                bv[v] = LOADV(bk + v * VW);
-        } else {  // the last, partial column block: zeros past the edge
-            #pragma unroll
-            for (int v = 0; v < TN_V; ++v) {
-                if (c0 + (v + 1) * VW <= ncols) {
+                bv[v] = LOADV(panel + (k - kb) * TN_COLS + v * VW);
+#else
+            global const float *bk = b + (size_t)k * ncols + c0;
+            if (whole) {
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v)
                     bv[v] = LOADV(bk + v * VW);
-                } else if (c0 + v * VW >= ncols) {
-                    bv[v] = (floatv)(0.0f);
-                } else {
-                    float tail[VW];
-                    for (int q = 0; q < VW; ++q)
-                        tail[q] = c0 + v * VW + q < ncols ? bk[v * VW + q] : 0.0f;
-                    bv[v] = LOADV(tail);
+            } else {  // the last, partial column block: zeros past the edge
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v) {
+                    if (c0 + (v + 1) * VW <= ncols) {
+                        bv[v] = LOADV(bk + v * VW);
+                    } else if (c0 + v * VW >= ncols) {
+                        bv[v] = (floatv)(0.0f);
+                    } else {
+                        float tail[VW];
+                        for (int q = 0; q < VW; ++q)
+                            tail[q] = c0 + v * VW + q < ncols ? bk[v * VW + q] : 0.0f;
+                        bv[v] = LOADV(tail);
+                    }
                 }
             }
-        }
-        #pragma unroll
-        for (int r = 0; r < TN_R; ++r) {
-            float s = pk[rows[r]];
+#endif
             #pragma unroll
-            for (int v = 0; v < TN_V; ++v)
-                acc[r][v] = MAD((floatv)(s), bv[v], acc[r][v]);
+            for (int r = 0; r < TN_R; ++r) {
+                float s = pk[rows[r]];
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v)
+                    acc[r][v] = MAD((floatv)(s), bv[v], acc[r][v]);
+            }
         }
     }
     #pragma unroll
