@@ -79,6 +79,7 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   TN_R  rows per gemm_tn tile            TN_V  vectors of columns per gemm_tn tile
 //   TN_KB gemm_tn's k-block shared by the work-group through local memory (0: none; the
 //         work-group then runs along the row blocks of one column block)
+//   TN_ORDER 1: gemm_tn's work-groups in the order of the columns first (0: rows first)
 //   VLOAD 1: vloadN/vstoreN builtins, 0: one float at a time (compilers that do not inline
 //         the builtins, such as PoCL 3.0, run a function call per vload)
 //   FMA   1: fma() builtin, 0: plain a * b + c (which the compiler may contract itself)
@@ -97,6 +98,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #ifndef TN_KB
 #define TN_KB 0
+#endif
+#ifndef TN_ORDER
+#define TN_ORDER 0
 #endif
 #ifndef VLOAD
 #define VLOAD 1
@@ -259,7 +263,13 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
                     global float *c, int nrows, int ncols, int nk, int accumulate,
                     global const float *y, int act, int rowsum, global float *d)
 {
+#if TN_ORDER  // the work-groups walk along the columns first (the groups' row blocks last)
+    int g = get_group_id(0) + get_num_groups(0) * get_group_id(1);
+    int r0 = ((g / get_num_groups(1)) * get_local_size(0) + get_local_id(0)) * TN_R,
+        c0 = (g % get_num_groups(1)) * TN_COLS;
+#else
     int r0 = get_global_id(0) * TN_R, c0 = get_global_id(1) * TN_COLS;
+#endif
     if (c0 >= ncols)  // the same for the whole work-group (its columns are one block)
         return;
 #if TN_KB == 0
@@ -288,8 +298,15 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
         barrier(CLK_LOCAL_MEM_FENCE);  // the previous block has been used
         for (int q = lid; q < kn; q += lsize) {
             global const float *src = b + (size_t)(kb + q) * ncols + c0;
-            for (int col = 0; col < TN_COLS; ++col)  // zeros past the edge
-                panel[q * TN_COLS + col] = col < width ? src[col] : 0.0f;
+            local float *dst = panel + q * TN_COLS;
+            if (width == TN_COLS) {
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v)
+                    STOREV(LOADV(src + v * VW), dst + v * VW);
+            } else {
+                for (int col = 0; col < TN_COLS; ++col)  // zeros past the edge
+                    dst[col] = col < width ? src[col] : 0.0f;
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (r0 >= nrows)

@@ -69,7 +69,8 @@ def candidates(rt, product: str, shape: str) -> list:
     default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
     tile at twice the width; for the gradients, the default without and with another
-    local-memory k-block; the default with fma() and with a work-group four times larger.
+    local-memory k-block and with the work-groups in column order; the default with fma()
+    and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
@@ -88,6 +89,7 @@ def candidates(rt, product: str, shape: str) -> list:
     if product != "forward":
         other = 4 * K_BLOCK[product] if base["TN_KB"] else K_BLOCK[product]
         out += [dict(base, TN_KB=kb, VLOAD=v) for kb in (0, other) for v in (1, 0)]
+        out.append(dict(base, TN_ORDER=1))
     out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
