@@ -74,9 +74,12 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
 //   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated)
 // The best tile depends on the device and its compiler, so these are build options that
-// nnlib/layers/dense.py chooses per device by measuring (nnlib/tuning.py):
+// nnlib/layers/dense_params.py chooses per device by measuring (nnlib/tuning.py):
 //   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
 //   TN_R  rows per gemm_tn tile            TN_V  vectors of columns per gemm_tn tile
+//   TN_KB gemm_tn's k-block shared by the work-group through local memory (0: none; the
+//         work-group then runs along the row blocks of one column block)
+//   TN_ORDER 1: gemm_tn's work-groups in the order of the columns first (0: rows first)
 //   VLOAD 1: vloadN/vstoreN builtins, 0: one float at a time (compilers that do not inline
 //         the builtins, such as PoCL 3.0, run a function call per vload)
 //   FMA   1: fma() builtin, 0: plain a * b + c (which the compiler may contract itself)
@@ -92,6 +95,12 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #ifndef TN_V
 #define TN_V 4
+#endif
+#ifndef TN_KB
+#define TN_KB 0
+#endif
+#ifndef TN_ORDER
+#define TN_ORDER 0
 #endif
 #ifndef VLOAD
 #define VLOAD 1
@@ -246,9 +255,19 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
                     global float *c, int nrows, int ncols, int nk, int accumulate,
                     global const float *y, int act, int rowsum, global float *d)
 {
+#if TN_ORDER  // the work-groups walk along the columns first (the groups' row blocks last)
+    int g = get_group_id(0) + get_num_groups(0) * get_group_id(1);
+    int r0 = ((g / get_num_groups(1)) * get_local_size(0) + get_local_id(0)) * TN_R,
+        c0 = (g % get_num_groups(1)) * TN_COLS;
+#else
     int r0 = get_global_id(0) * TN_R, c0 = get_global_id(1) * TN_COLS;
-    if (r0 >= nrows || c0 >= ncols)
+#endif
+    if (c0 >= ncols)  // the same for the whole work-group (its columns are one block)
         return;
+#if TN_KB == 0
+    if (r0 >= nrows)
+        return;
+#endif
     size_t rows[TN_R];  // offsets of P's columns, clamped for loading
     #pragma unroll
     for (int r = 0; r < TN_R; ++r)
@@ -259,35 +278,72 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
         #pragma unroll
         for (int v = 0; v < TN_V; ++v)
             acc[r][v] = (floatv)(0.0f);
-    bool whole = c0 + TN_COLS <= ncols;
-    for (int k = 0; k < nk; ++k) {
-        global const float *pk = p + (size_t)k * p_k, *bk = b + (size_t)k * ncols + c0;
-        floatv bv[TN_V];
-        if (whole) {
-            #pragma unroll
-            for (int v = 0; v < TN_V; ++v)
-                bv[v] = LOADV(bk + v * VW);
-        } else {  // the last, partial column block: zeros past the edge
-            #pragma unroll
-            for (int v = 0; v < TN_V; ++v) {
-                if (c0 + (v + 1) * VW <= ncols) {
-                    bv[v] = LOADV(bk + v * VW);
-                } else if (c0 + v * VW >= ncols) {
-                    bv[v] = (floatv)(0.0f);
-                } else {
-                    float tail[VW];
-                    for (int q = 0; q < VW; ++q)
-                        tail[q] = c0 + v * VW + q < ncols ? bk[v * VW + q] : 0.0f;
-                    bv[v] = LOADV(tail);
-                }
+#if TN_KB
+    // The work-group's work-items share one column block: each k-block of B's columns is
+    // copied once into local memory, contiguous (a CPU's caches keep it; B's own rows are
+    // often a power-of-two apart, which maps them all to the same few cache sets), and
+    // every work-item reads it from there. Work-items past the last row only help copy.
+    local float panel[TN_KB * TN_COLS];
+    int lid = get_local_id(0), lsize = get_local_size(0), width = min(TN_COLS, ncols - c0);
+    for (int kb = 0; kb < nk; kb += TN_KB) {
+        int kn = min(TN_KB, nk - kb);
+        barrier(CLK_LOCAL_MEM_FENCE);  // the previous block has been used
+        for (int q = lid; q < kn; q += lsize) {
+            global const float *src = b + (size_t)(kb + q) * ncols + c0;
+            local float *dst = panel + q * TN_COLS;
+            if (width == TN_COLS) {
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v)
+                    STOREV(LOADV(src + v * VW), dst + v * VW);
+            } else {
+                for (int col = 0; col < TN_COLS; ++col)  // zeros past the edge
+                    dst[col] = col < width ? src[col] : 0.0f;
             }
         }
-        #pragma unroll
-        for (int r = 0; r < TN_R; ++r) {
-            float s = pk[rows[r]];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (r0 >= nrows)
+            continue;
+#else
+    bool whole = c0 + TN_COLS <= ncols;
+    {  // one block: all of k
+        int kb = 0, kn = nk;
+#endif
+        for (int k = kb; k < kb + kn; ++k) {
+            global const float *pk = p + (size_t)k * p_k;
+            floatv bv[TN_V];
+#if TN_KB
             #pragma unroll
             for (int v = 0; v < TN_V; ++v)
-                acc[r][v] = MAD((floatv)(s), bv[v], acc[r][v]);
+                bv[v] = LOADV(panel + (k - kb) * TN_COLS + v * VW);
+#else
+            global const float *bk = b + (size_t)k * ncols + c0;
+            if (whole) {
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v)
+                    bv[v] = LOADV(bk + v * VW);
+            } else {  // the last, partial column block: zeros past the edge
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v) {
+                    if (c0 + (v + 1) * VW <= ncols) {
+                        bv[v] = LOADV(bk + v * VW);
+                    } else if (c0 + v * VW >= ncols) {
+                        bv[v] = (floatv)(0.0f);
+                    } else {
+                        float tail[VW];
+                        for (int q = 0; q < VW; ++q)
+                            tail[q] = c0 + v * VW + q < ncols ? bk[v * VW + q] : 0.0f;
+                        bv[v] = LOADV(tail);
+                    }
+                }
+            }
+#endif
+            #pragma unroll
+            for (int r = 0; r < TN_R; ++r) {
+                float s = pk[rows[r]];
+                #pragma unroll
+                for (int v = 0; v < TN_V; ++v)
+                    acc[r][v] = MAD((floatv)(s), bv[v], acc[r][v]);
+            }
         }
     }
     #pragma unroll

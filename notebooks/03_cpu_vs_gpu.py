@@ -99,7 +99,12 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 #   strategy between the two kinds of device.
 #
 # The gradients use a second blocked kernel, `gemm_tn`: a sum over k of outer products (a row
-# of dz against a row of x or W), the classic CPU micro-kernel.
+# of dz against a row of x or W), the classic CPU micro-kernel. Its tile reads a strip of
+# columns down many rows; when the rows are a power of two apart (a width of 1024), every row
+# of the strip lands in the same few cache sets and the strip does not stay in cache. So
+# `gemm_tn` may copy a block of the strip into local memory once per work-group (`TN_KB`):
+# on a CPU the copy pays for a different reason than on a GPU, and the autotuner below
+# decides per device whether it does.
 #
 # ## Measured: width and batch
 #

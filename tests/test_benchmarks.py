@@ -21,6 +21,16 @@ def test_dense_benchmark_runs_and_writes_json():
 
 
 @pytest.mark.slow
+def test_dense_benchmark_times_each_product_with_its_parameters():
+    rows = dense.main(["--widths", "33", "--batches", "5", "--repeat", "1", "--products",
+                       "--seed-max-width", "0"])
+    products = {r["pass"]: r for r in rows}
+    assert list(products) == ["fwd", "fwd+bwd", "forward", "input", "weight"]
+    assert all(products[p]["fast"] > 0 and products[p]["numpy_2"] > 0 and
+               products[p]["params"]["VW"] >= 4 for p in ("forward", "input", "weight"))
+
+
+@pytest.mark.slow
 def test_dense_benchmark_compares_thread_counts_in_subprocesses():
     rows = dense.main(["--widths", "9", "--batches", "2", "--repeat", "1",
                        "--pocl-threads", "1", "2"])

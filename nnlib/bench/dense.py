@@ -1,13 +1,15 @@
 """GFLOP/s of the dense layer: the seed-style and the fast kernels against numpy and PyTorch.
 
     .venv/bin/python -m nnlib.bench.dense [--widths 64 256 1024 4096] [--batches 1 16 64 256]
-                                         [--pocl-threads 1 2] [--repeat 5]
+                                         [--pocl-threads 1 2] [--repeat 5] [--products]
 
 For each width n (an n -> n layer, tanh) and batch: forward, and forward + backward (input
 and weight gradients), as wall-clock medians (one wait for the device per pass) with the data
 on the device; numpy with 1 and 2 BLAS threads (threadpoolctl) and PyTorch CPU with 2
 threads, in the same run, taking turns (interleaved repeats). The seed kernel runs up to
---seed-max-width. Prints the CPU, the OpenCL build and the tuned kernel parameters. With
+--seed-max-width. With --products, each product of the fast design alone (forward, input
+gradient dz W, weight gradient dz^T x) against numpy's same product (2 BLAS threads).
+Prints the CPU, the OpenCL build and the tuned kernel parameters. With
 several --pocl-threads values each runs in its own process (PoCL reads the variable once)
 and the table ends with the fast kernel's thread speedup. Writes build/bench/dense.json.
 """
@@ -28,6 +30,43 @@ def numpy_step(x, w, dy, backward, tanh=np.tanh):
     return y
 
 
+def product_runs(rt, layer, x, dy, w):
+    """Each of the fast design's three products alone (data on the device, the bias sum with
+    the weight gradient, as in a backward pass) and numpy's same product."""
+    kernels, dev = layer.kernels, {"x": rt.to_device(x), "dz": rt.to_device(dy)}
+    y, dx = rt.empty((x.shape[0], w.shape[0])), rt.empty(x.shape)
+    weight, bias = layer.weight, layer.bias
+
+    def wait(enqueue):
+        def run():
+            enqueue()
+            rt.queue.finish()
+        return run
+    return {
+        "forward": (wait(lambda: kernels.forward(dev["x"], weight.value, bias.value, y, 0)),
+                    lambda: x @ w.T),
+        "input": (wait(lambda: kernels.backward_input(dev["dz"], weight.value, dx)),
+                  lambda: dy @ w),
+        "weight": (wait(lambda: kernels.backward_weight(dev["dz"], dev["x"], weight.grad,
+                                                        bias.grad)),
+                   lambda: dy.T @ x)}
+
+
+def product_table(rt, layer, x, dy, w, repeat, threadpool_limits):
+    """GFLOP/s of each product, fast kernel vs numpy (2 BLAS threads), interleaved."""
+    flops = 2.0 * x.shape[0] * x.shape[1] * w.shape[0]
+    out = []
+    for product, (fast, numpy_run) in product_runs(rt, layer, x, dy, w).items():
+        seconds = interleaved_s({"fast": fast,
+                                 "numpy_2": (numpy_run, lambda: threadpool_limits(2))}, repeat)
+        row = {"product": product, **{k: flops / s / 1e9 for k, s in seconds.items()},
+               "params": layer.kernels.params(product, x.shape[0])}
+        print(f"{'':11} {product:>8} {'':8} {row['fast']:8.1f} {'':8} {row['numpy_2']:8.1f}"
+              f" {'':8}   fast/numpy2 {row['fast'] / row['numpy_2']:.2f}")
+        out.append(row)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
@@ -36,6 +75,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--seed-max-width", type=int, default=1024,
                         help="run the slow seed kernel up to this width (0: never)")
+    parser.add_argument("--products", action="store_true",
+                        help="also time the fast design's three products one by one")
     parser.add_argument("--name", default="dense", help="JSON file name under build/bench/")
     args = parser.parse_args(argv)
     if len(args.pocl_threads) > 1:
@@ -91,6 +132,11 @@ def main(argv=None):
                       f" {row['fast']:8.1f} {row['numpy_1']:8.1f} {row['numpy_2']:8.1f} "
                       f"{row.get('torch', float('nan')):8.1f}"
                       f"   fast/numpy2 {row['fast'] / row['numpy_2']:.2f}")
+            if args.products:
+                products = product_table(rt, layers["fast"], x, dy, w, args.repeat,
+                                         threadpool_limits)
+                rows += [{"n": n, "batch": batch, "pass": r.pop("product"), **r}
+                         for r in products]
     meta = environment(rt)
     print_environment(meta)
     path = write_json(args.name, rows, meta)
@@ -101,7 +147,8 @@ def main(argv=None):
 def compare_threads(args):
     """Run the benchmark once per PoCL thread count, each in its own process; merge."""
     common = ["--widths", *map(str, args.widths), "--batches", *map(str, args.batches),
-              "--repeat", str(args.repeat), "--seed-max-width", str(args.seed_max_width)]
+              "--repeat", str(args.repeat), "--seed-max-width", str(args.seed_max_width),
+              *(["--products"] if args.products else [])]
     rows, meta = [], {}
     for threads in args.pocl_threads:
         print(f"PoCL threads: {threads}")

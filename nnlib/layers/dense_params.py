@@ -26,6 +26,17 @@ def shape_class(product: str, batch: int) -> str:
     return next(name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
 
 
+def _tn_vectors(vw: int) -> int:
+    """gemm_tn's vectors per tile row: 16 columns (two AVX2 registers, the width of the
+    classic 6 x 16 CPU micro-kernel), at least one vector."""
+    return max(1, 16 // vw)
+
+
+# gemm_tn's k-block copied to local memory (0: none): the input gradient reads W's columns
+# over all n_out rows, the weight gradient x's over the batch.
+K_BLOCK = {"input": 256, "weight": 64}
+
+
 def default_params(rt, product: str) -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
     (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
@@ -33,8 +44,9 @@ def default_params(rt, product: str) -> dict:
     vw = max(4, rt.vector_width)
     common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
     if product == "forward":
-        return {"NT_I": 6, **common}
-    return {"TN_R": 6, "TN_V": 4, **common}
+        return {"NT_I": 2, **common}
+    return {"TN_R": 6, "TN_V": _tn_vectors(vw), "TN_KB": 0 if rt.is_gpu else K_BLOCK[product],
+            **common}
 
 
 def candidates(rt, product: str, shape: str) -> list:
@@ -44,9 +56,11 @@ def candidates(rt, product: str, shape: str) -> list:
     Most promising first (a search that runs out of time goes on from there next time): the
     default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
-    tile at twice the width; the default with fma() and with a work-group four times larger.
+    tile at twice the width; for the gradients, the default without and with another
+    local-memory k-block and with the work-groups in column order; the default with fma()
+    and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
-    rows = {"b1": (1, 2), "b4": (2, 4), "b64": (4, 6, 8)}[shape]
+    rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
         rows = (4, 6, 8)
     base = default_params(rt, product)
@@ -55,11 +69,15 @@ def candidates(rt, product: str, shape: str) -> list:
     def tile(r, vw):
         if product == "forward":
             return {"NT_I": r, "VW": vw}
-        return {"TN_R": r, "TN_V": 2 if vw == 16 else 4, "VW": vw}
+        return {"TN_R": r, "TN_V": _tn_vectors(vw), "VW": vw}
 
     out = [base, dict(base, VLOAD=0)]
     out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
     out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
+    if product != "forward":
+        other = 4 * K_BLOCK[product] if base["TN_KB"] else K_BLOCK[product]
+        out += [dict(base, TN_KB=kb, VLOAD=v) for kb in (0, other) for v in (1, 0)]
+        out.append(dict(base, TN_ORDER=1))
     out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
