@@ -479,7 +479,7 @@ def check_fft_radix2_stage(folder) -> Verdict:
     return _verdict("check_fft_radix2_stage", "fft_radix2_stage", cases, rtol=1e-4, atol=1e-4)
 
 
-# ---------------------------------------------------------------- notebook 06
+# ---------------------------------------------------------------- notebook 07
 
 def check_masked_softmax(folder) -> Verdict:
     """The probabilities and log-sum-exp of ``masked_attention_forward(qkv, mask, out,

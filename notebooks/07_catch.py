@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 06 · CATCH: anomaly detection by frequency patching
+# # 07 · CATCH: anomaly detection by frequency patching
 #
 # The destination of the workbook: **CATCH** (Wu et al., ICLR 2025), a detector of anomalies
 # in multivariate time series, trained and evaluated end to end on nnlib's own kernels.
