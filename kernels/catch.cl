@@ -60,6 +60,18 @@ kernel void freq_patches(global const float2 *spec, global float *out, int batch
     out[((size_t)bl * channels + c) * 2 * p + k] = k < p ? v.x : v.y;
 }
 
+// One work-item per output (k, row): the amplitude |X_k| of each bin of [Re | Im] patch
+// rows (rows, 2p) -> (rows, p). The phase-free input of the mask generator's "amplitude"
+// deviation (a nnlib option, not CATCH's design).
+kernel void patch_amplitude(global const float *z, global float *out, int rows, int p)
+{
+    int k = get_global_id(0), r = get_global_id(1);
+    if (k >= p || r >= rows)
+        return;
+    size_t o = (size_t)r * 2 * p;
+    out[(size_t)r * p + k] = hypot(z[o + k], z[o + p + k]);
+}
+
 // One work-item per output element (d, j * n1 + i, a): out[a, j, i, d] = x[a, i, j, d], the
 // swap of axes 1 and 2 of (n0, n1, n2, n3). Its adjoint is the same swap with n1, n2 exchanged.
 kernel void swap_axes12(global const float *x, global float *out, int n0, int n1, int n2,

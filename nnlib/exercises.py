@@ -23,7 +23,7 @@ import pyopencl.array as cla
 
 from . import reference as ref
 from .activations import ACTIVATIONS
-from .network import LOSSES
+from .loss import LOSSES
 from .runtime import KernelBuildError, get_runtime
 
 __all__ = ["Verdict", "check_activation_grad", "check_balanced_accuracy", "check_cmulconj",

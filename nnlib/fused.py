@@ -22,7 +22,7 @@ import pyopencl as cl
 from .activations import ACTIVATIONS
 from .launcher import Launcher
 from .layers.dense import Dense
-from .network import LOSSES, DeviceLoss
+from .loss import LOSSES, DeviceLoss
 from .optim import SGD, Adam, AdamMini
 
 __all__ = ["FusedMLP", "NetworkDoesNotFit"]

@@ -7,16 +7,14 @@ import inspect
 import numpy as np
 import pyopencl.array as cla
 
-from .activations import ACTIVATIONS
 from .checkpoint import (CheckpointError, check_dict, check_int, check_name, load_model,
                          save_checkpoint)
-from .launcher import Launcher
+from .loss import LOSSES, DeviceLoss, Loss
 from .runtime import check_shape, to_host
 from .layers.base import Layer, positive_int
 from .layers.conv import ComplexConv1d, Conv1d
 from .layers.dense import VARIANTS, Dense
 
-LOSSES = {"mse": 0, "cross_entropy": 1}
 # The layers a checkpoint may name (nothing else is ever built from a file).
 PUBLIC_LAYERS = {cls.__name__: cls for cls in (Dense, Conv1d, ComplexConv1d)}
 
@@ -56,21 +54,6 @@ def _host(array, name: str) -> np.ndarray:
     return host
 
 
-class DeviceLoss:
-    """A loss still on the device: reading it (``float(loss)``) waits for the step."""
-
-    def __init__(self, rows, count: int):
-        self._rows, self._count = rows, count
-
-    def __float__(self):
-        return float(self._rows.get().astype(np.float64).sum() / self._count)
-
-    item = __float__
-
-    def __repr__(self):
-        return f"DeviceLoss({float(self):.6f})"
-
-
 class Sequential:
     """Layers applied in order; ``loss`` is ``"mse"`` or ``"cross_entropy"`` (the last
     layer must then use softmax, and the pair is differentiated as one, as in PyTorch)."""
@@ -87,8 +70,7 @@ class Sequential:
         self.loss = loss
         self.runtime = last.runtime
         rt = self.runtime
-        self._output_grad = Launcher(rt, rt.kernel("loss", "output_gradient"))
-        self._loss_rows = Launcher(rt, rt.kernel("loss", "loss_rows"))
+        self._loss = Loss(loss, rt)
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -134,15 +116,10 @@ class Sequential:
 
     def loss_rows(self, out, target, rows_buf=None, offset: int = 0):
         """Enqueue the per-sample losses of ``out`` against ``target`` into ``rows_buf``."""
-        rows, cols = out.shape
-        if rows_buf is None:
-            rows_buf = self.runtime.empty((rows,))
-        self._loss_rows((rows,), None, out.data, target.data, rows_buf.data, np.int32(offset),
-                        np.int32(rows), np.int32(cols), np.int32(LOSSES[self.loss]))
-        return rows_buf
+        return self._loss.rows(out, target, rows_buf, offset)
 
     def _divisor(self, out) -> int:
-        return out.shape[0] if self.loss == "cross_entropy" else out.size
+        return self._loss.divisor(out)
 
     def compute_loss(self, x, y) -> float:
         """The mean loss of the network on (x, y), read back to the host."""
@@ -167,11 +144,7 @@ class Sequential:
         The first layer computes no input gradient; the layers in ``overwrite`` write their
         gradients instead of adding to them."""
         last = self.layers[-1]
-        dz = self.runtime.empty(out.shape)
-        act = ACTIVATIONS.get(getattr(last, "activation", "none"), 0)
-        self._output_grad((out.size,), None, out.data, target.data, dz.data,
-                          np.int32(out.size), np.float32(1.0 / self._divisor(out)),
-                          np.int32(LOSSES[self.loss]), np.int32(act))
+        dz = self._loss.gradient(out, target, getattr(last, "activation", "none"))
         chain, grad = self._preactivation_chain(), dz
         for i in reversed(range(len(self.layers))):
             layer = self.layers[i]

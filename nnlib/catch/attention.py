@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..layers.base import Layer
 from ..reference.attention import FINITE_FILL
-from ..runtime import get_runtime
 
 MASK_FILLS = ("finite", "inf")
 
@@ -21,87 +21,90 @@ def _geometry(qkv, mask, heads):
     return groups, n, width // (3 * heads)
 
 
-class MaskedAttention:
+class MaskedAttention(Layer):
     """softmax over channels of each group with the mask applied before it (see
     kernels/attention.cl); ``fill="finite"`` is the official code's -ln(1e10) fill,
     ``"inf"`` the paper's hard mask. ``forward`` keeps what ``backward`` needs."""
 
     def __init__(self, heads: int, fill: str = "finite", runtime=None):
+        super().__init__(runtime)
         if fill not in MASK_FILLS:
             raise ValueError(f"unknown mask fill {fill!r}; choose one of {MASK_FILLS}")
-        self.rt = runtime or get_runtime()
         self.heads, self.fill = int(heads), fill
-        k = lambda name: self.rt.kernel("attention", name)  # noqa: E731
-        self._fwd = k("masked_attention_forward")
-        self._bq, self._bk = k("masked_attention_backward_query"), k(
-            "masked_attention_backward_keys")
-        self._saved = None
+        rt = self.runtime
+        self._fwd = rt.kernel("attention", "masked_attention_forward")
+        self._bq = rt.kernel("attention", "masked_attention_backward_query")
+        self._bk = rt.kernel("attention", "masked_attention_backward_keys")
+
+    def config(self) -> dict:
+        return {"heads": self.heads, "fill": self.fill}
 
     def _consts(self):
         return np.float32(FINITE_FILL), np.int32(self.fill == "inf")
 
     def forward(self, qkv, mask):
         """out (groups, n, heads * dh); probs (groups, heads, n, n) stay in ``self.probs``."""
-        rt, h = self.rt, self.heads
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         out = rt.empty((g, n, h * dh))
         probs, lse = rt.empty((g, h, n, n)), rt.empty((g, h, n))
         i32 = np.int32
         rt.launch(self._fwd, (n, h, g), None, qkv.data, mask.data, out.data, probs.data,
                   lse.data, i32(g), i32(n), i32(h), i32(dh), *self._consts())
-        self.probs, self._saved = probs, (qkv, mask, lse)
+        self.probs = probs
+        self.save_for_backward(qkv, mask, lse)
         return out
 
-    def backward(self, dout, dmask, accumulate: bool = True):
-        """dqkv (new array); dL/dmask summed over heads is added to ``dmask`` (or written
-        there without ``accumulate``)."""
-        if self._saved is None:
-            raise RuntimeError("MaskedAttention.backward called before forward")
-        rt, h = self.rt, self.heads
-        qkv, mask, lse = self._saved
+    def backward(self, grad_out, mask_grad, accumulate: bool = True):
+        """dqkv (new array); dL/dmask summed over heads is added to ``mask_grad`` (or
+        written there without ``accumulate``)."""
+        qkv, mask, lse = self.saved()
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         dqkv, dscores = rt.empty(qkv.shape), rt.empty((g, h, n, n))
         i32 = np.int32
         rt.launch(self._bq, (n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
-                  dout.data, dqkv.data, dscores.data, dmask.data, i32(g), i32(n), i32(h),
-                  i32(dh), *self._consts(), i32(accumulate))
-        rt.launch(self._bk, (n, h, g), None, qkv.data, self.probs.data, dout.data,
+                  grad_out.data, dqkv.data, dscores.data, mask_grad.data, i32(g), i32(n),
+                  i32(h), i32(dh), *self._consts(), i32(accumulate))
+        rt.launch(self._bk, (n, h, g), None, qkv.data, self.probs.data, grad_out.data,
                   dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
         return dqkv
 
 
-class ChannelDCLoss:
-    """One layer's clustering + regular loss: rows (groups, n) whose sum / groups is the
-    loss; ``backward(weight, dqkv, dmask)`` adds weight * d(rows.sum()) to both."""
+class ChannelDCLoss(Layer):
+    """One layer's clustering + regular loss: ``forward(qkv, mask)`` gives rows (groups, n)
+    whose sum / groups is the loss; ``backward(weight, qkv_grad, mask_grad)`` adds
+    weight * d(rows.sum()) to both (a loss term: its upstream gradient is the weight)."""
 
     def __init__(self, heads: int, tau: float = 0.07, reg: float = 0.5, runtime=None):
-        self.rt = runtime or get_runtime()
+        super().__init__(runtime)
         self.heads, self.tau, self.reg = int(heads), float(tau), float(reg)
-        k = lambda name: self.rt.kernel("attention", name)  # noqa: E731
-        self._fwd, self._bq = k("channel_dc_forward"), k("channel_dc_backward_query")
-        self._bk = k("channel_dc_backward_keys")
-        self._saved = None
+        rt = self.runtime
+        self._fwd = rt.kernel("attention", "channel_dc_forward")
+        self._bq = rt.kernel("attention", "channel_dc_backward_query")
+        self._bk = rt.kernel("attention", "channel_dc_backward_keys")
+
+    def config(self) -> dict:
+        return {"heads": self.heads, "tau": self.tau, "reg": self.reg}
 
     def forward(self, qkv, mask):
-        rt, h = self.rt, self.heads
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         cos, rows = rt.empty((g, n, n)), rt.empty((g, n))
         i32 = np.int32
         rt.launch(self._fwd, (n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
                   i32(n), i32(h), i32(dh), np.float32(self.tau), np.float32(self.reg))
-        self._saved = (qkv, mask, cos)
+        self.save_for_backward(qkv, mask, cos)
         return rows
 
-    def backward(self, weight: float, dqkv, dmask):
-        if self._saved is None:
-            raise RuntimeError("ChannelDCLoss.backward called before forward")
-        rt, h = self.rt, self.heads
-        qkv, mask, cos = self._saved
+    def backward(self, weight: float, qkv_grad, mask_grad):
+        qkv, mask, cos = self.saved()
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         dcos = rt.empty((g, n, n))
         i32 = np.int32
         rt.launch(self._bq, (n, g), None, qkv.data, mask.data, cos.data, dcos.data,
-                  dqkv.data, dmask.data, i32(g), i32(n), i32(h), i32(dh),
+                  qkv_grad.data, mask_grad.data, i32(g), i32(n), i32(h), i32(dh),
                   np.float32(self.tau), np.float32(self.reg), np.float32(weight))
-        rt.launch(self._bk, (n, g), None, qkv.data, dcos.data, dqkv.data, i32(g), i32(n),
+        rt.launch(self._bk, (n, g), None, qkv.data, dcos.data, qkv_grad.data, i32(g), i32(n),
                   i32(h), i32(dh))

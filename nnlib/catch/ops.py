@@ -27,7 +27,6 @@ class LayerNorm(Layer):
         self.width = positive_int("LayerNorm", "width", width)
         self.gamma = Parameter(np.ones(width), "gamma", runtime=self.runtime)
         self.beta = Parameter(np.zeros(width), "beta", runtime=self.runtime)
-        self._saved = None
 
     def config(self) -> dict:
         return {"width": self.width}
@@ -45,14 +44,12 @@ class LayerNorm(Layer):
         y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty((rows,))
         rt.launch(_k(rt, "layer_norm_forward"), (rows,), None, x.data, self.gamma.value.data,
                   self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
-        self._saved = (xhat, rstd)
+        self.save_for_backward(xhat, rstd)
         return y
 
     def backward(self, grad_out):
         rt, c = self.runtime, self.width
-        if self._saved is None:
-            raise RuntimeError("LayerNorm.backward called before forward")
-        xhat, rstd = self._saved
+        xhat, rstd = self.saved()
         grad_out = rt.to_device(grad_out, "LayerNorm grad_out", shape=xhat.shape)
         rows = xhat.size // c
         dx = rt.empty(xhat.shape)
@@ -69,22 +66,19 @@ class GELU(Layer):
     def config(self) -> dict:
         return {}
 
-    _x = None
-
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
         y = self.runtime.empty(x.shape)
         self.runtime.launch(_k(self.runtime, "gelu_forward"), (x.size,), None, x.data, y.data,
                             i32(x.size))
-        self._x = x
+        self.save_for_backward(x)
         return y
 
     def backward(self, grad_out):
-        if self._x is None:
-            raise RuntimeError("GELU.backward called before forward")
-        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=self._x.shape)
+        (x,) = self.saved()
+        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=x.shape)
         dx = self.runtime.empty(grad_out.shape)
-        self.runtime.launch(_k(self.runtime, "gelu_backward"), (dx.size,), None, self._x.data,
+        self.runtime.launch(_k(self.runtime, "gelu_backward"), (dx.size,), None, x.data,
                             grad_out.data, dx.data, i32(dx.size))
         return dx
 
@@ -105,7 +99,6 @@ class MaskGenerator(Layer):
         self.gumbel = gumbel
         self.weight = Parameter(np.zeros((n, width)), "weight", block_size=width,
                                 runtime=self.runtime)
-        self._saved = None
 
     def config(self) -> dict:
         return {"n": self.n, "width": self.width, "gumbel": self.gumbel}
@@ -113,27 +106,28 @@ class MaskGenerator(Layer):
     def parameters(self) -> list:
         return [self.weight]
 
-    def forward(self, z, noise):
-        """z (groups, n, width) patches, noise (groups, n, n) -> mask (groups, n, n)."""
+    def forward(self, z, noise=None):
+        """z (groups, n, width) patches, logistic noise (groups, n, n) -> mask (groups, n,
+        n); without noise the mask is prob thresholded at 0.5."""
         rt, n = self.runtime, self.n
         z = rt.to_device(z, "MaskGenerator patches", shape=(None, n, self.width))
         groups = z.shape[0]
         if groups == 0:
             raise ValueError("MaskGenerator patches: batch is empty")
-        noise = rt.to_device(noise, "MaskGenerator noise", shape=(groups, n, n))
+        noise = rt.zeros((groups, n, n)) if noise is None else rt.to_device(
+            noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
         rt.launch(_k(rt, "mask_sample"), (n, n, groups), None, z.data, self.weight.value.data,
                   noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
                   i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
-        self.prob, self._saved = prob, (z, slope)
+        self.prob = prob
+        self.save_for_backward(z, slope)
         return mask
 
     def backward(self, grad_out):
         """Adds dL/dW (straight-through) to weight.grad; the patches need no gradient."""
         rt = self.runtime
-        if self._saved is None:
-            raise RuntimeError("MaskGenerator.backward called before forward")
-        z, slope = self._saved
+        z, slope = self.saved()
         grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
         rt.launch(_k(rt, "mask_weight_grad"), (self.width, self.n), None, z.data, slope.data,
                   grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
@@ -175,6 +169,19 @@ def freq_patches(rt, spec, p: int, s: int):
     out = rt.empty((b, patches, c, 2 * p))
     rt.launch(_k(rt, "freq_patches"), (2 * p, c, b * patches), None, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
+    return out
+
+
+def patch_amplitude(rt, z):
+    """[Re | Im] patch rows (..., 2p) -> amplitudes (..., p) (the mask generator's phase-free
+    input under the ``mask_input="amplitude"`` deviation)."""
+    z = rt.to_device(z, "patch_amplitude input")
+    if z.ndim < 1 or z.shape[-1] % 2 or z.size == 0:
+        raise ValueError(f"patch_amplitude: expected a non-empty shape (..., 2p), got {z.shape}")
+    p = z.shape[-1] // 2
+    rows = z.size // (2 * p)
+    out = rt.empty(z.shape[:-1] + (p,))
+    rt.launch(_k(rt, "patch_amplitude"), (p, rows), None, z.data, out.data, i32(rows), i32(p))
     return out
 
 

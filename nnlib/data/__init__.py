@@ -1,6 +1,13 @@
 """Data for the workbook: EURUSD H1 bars and the seed's fractal classification task."""
 
-from .anomalies import ANOMALY_KINDS, anomaly_dataset, eurusd_anomaly_split, eurusd_channels, inject  # noqa: F401,E501
+from .anomalies import (  # noqa: F401
+    ANOMALY_KINDS,
+    anomaly_dataset,
+    eurusd_anomaly_split,
+    eurusd_channels,
+    inject,
+    planted_groups,
+)
 from .eurusd import (
     CLASS_NAMES,
     FEATURES,

@@ -3,6 +3,7 @@ periodic series (the synthetic sets of the CATCH paper have 5 channels), and EUR
 as a multichannel series with anomalies injected at known places.
 
     data = anomaly_dataset("shapelet", seed=0)   # dict: train, test, labels, kind
+    data = planted_groups(seed=0)                 # plus groups: each channel's group
     series, names = eurusd_channels(load_eurusd())
 """
 
@@ -113,6 +114,44 @@ def anomaly_dataset(kind: str, train_length: int = 4000, test_length: int = 2000
         part, lab = inject(test[a:b], k, rng, ratio, waves, start=train_length + a)
         test[a:b], labels[a:b] = part, lab
     return {"train": series[:train_length], "test": test, "labels": labels, "kind": kind}
+
+
+def _source(rng, length: int, period: float):
+    """A quasi-periodic wave of about ``period`` steps whose phase wanders (a random walk)."""
+    phase = rng.uniform(0, 2 * np.pi) + np.cumsum(rng.normal(0, 0.05, length))
+    return np.sin(2 * np.pi * np.arange(length) / period + phase)
+
+
+def planted_groups(train_length: int = 3000, test_length: int = 1500, group_sizes=(3, 3),
+                   ratio: float = 0.05, seed: int = 0) -> dict:
+    """Channels in planted groups, each group driven by its own source: group g's source
+    is a quasi-periodic wave of period 24 / (1 + 1.5 g) (24, 9.6, 6, ... steps, so the
+    groups live in different frequency bands), and channel c of group g is
+    gain_c * source_g + 0.1 noise. Anomalies break one group: over a segment, one channel
+    of a group follows another group's source instead (same gain, so its range and its
+    own variance barely change). Returns train, test, labels and groups (each channel's
+    group id)."""
+    sizes = tuple(int(k) for k in group_sizes)
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"group_sizes: at least two groups of at least one channel, got "
+                         f"{group_sizes!r}")
+    if test_length < 200:
+        raise ValueError(f"test_length must be at least 200 to hold anomalies, got {test_length}")
+    rng = np.random.default_rng(seed)
+    length = train_length + test_length
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    sources = np.stack([_source(rng, length, 24 / (1 + 1.5 * g)) for g in range(len(sizes))], 1)
+    gains = rng.uniform(0.7, 1.3, len(groups))
+    series = gains * sources[:, groups] + 0.1 * rng.standard_normal((length, len(groups)))
+    test, labels = series[train_length:].copy(), np.zeros(test_length, np.int64)
+    for s, e in _segments(rng, test_length, ratio, (20, 40)):
+        c = int(rng.integers(len(groups)))
+        other = rng.choice(np.flatnonzero(np.arange(len(sizes)) != groups[c]))
+        a, b = train_length + s, train_length + e
+        test[s:e, c] += gains[c] * (sources[a:b, other] - sources[a:b, groups[c]])
+        labels[s:e] = 1
+    return {"train": series[:train_length], "test": test, "labels": labels, "groups": groups,
+            "kind": "planted_groups"}
 
 
 def eurusd_channels(bars: dict):
