@@ -186,7 +186,7 @@ class CATCHNet(_Composite):
         for get, head in ((self.get_r, self.head_real), (self.get_i, self.head_imag)):
             v = get.forward(hm).reshape(b, self.patches, n, -1)
             parts.append(head.forward(swap_axes12(rt, v).reshape(b * n, -1)))
-        zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z]
+        self.zcat = zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z], kept to show
         rec = self.ifft.forward(fft.from_re_im(zcat, rt))
         y = self.ircom.forward(fft.re_im(rec, rt))
         self.save_for_backward(mean, std, spec, zcat)
