@@ -7,10 +7,10 @@ from sklearn import metrics as sk
 
 import nnlib
 from nnlib.catch import baselines, metrics
-from nnlib.data import ANOMALY_KINDS, anomaly_dataset, eurusd_anomaly_split, inject
+from nnlib.data import ANOMALY_KINDS, SPECTRAL_KINDS, anomaly_dataset, eurusd_anomaly_split, inject
 
 
-@pytest.mark.parametrize("kind", ANOMALY_KINDS + ("mixed",))
+@pytest.mark.parametrize("kind", ANOMALY_KINDS + SPECTRAL_KINDS + ("mixed",))
 def test_generator_is_seeded_labelled_and_local(kind):
     a, b = anomaly_dataset(kind, 600, 800, seed=3), anomaly_dataset(kind, 600, 800, seed=3)
     np.testing.assert_array_equal(a["test"], b["test"])

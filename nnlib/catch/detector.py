@@ -19,6 +19,10 @@ Paper-vs-code switches (defaults follow the official code unless noted):
     (a nnlib DEVIATION, off by default: it reads the patch's amplitudes |X_k|, which do not
     change sign with the window's phase; see notebook 07 for why the official input
     cannot learn a grouping of sign-symmetric data);
+  dc_source "attention" (the clustering loss on each layer's unmasked q-k cosines, the
+    code) or "patches" (a nnlib DEVIATION, off by default: one clustering loss on the
+    cosines of the channels' input patches, so that it asks for the pairs that really
+    move together; with mask_input "amplitude" the masks then learn planted groups);
   schedule "simple" (lr and mask_lr all along, Adam betas 0.9 / 0.999; the default) or
     "official" (what the official code runs: its OneCycleLR objects are built but never
     stepped, so epoch 1 trains at lr / 25 and mask_lr / 25 with Adam beta1 0.95, and
@@ -42,12 +46,13 @@ from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
 from ..loss import DeviceLoss, Loss
 from ..runtime import resolve_runtime
-from .model import MASK_INPUTS, PROJECTIONS, CATCHNet
+from .model import DC_SOURCES, MASK_INPUTS, PROJECTIONS, CATCHNet
 from .ops import step_scores
 
 SWITCHES = {"projection": PROJECTIONS, "mask_fill": ("finite", "inf"),
             "gumbel": ("code", "bernoulli"), "eval_mask": ("sampled", "threshold"),
-            "schedule": ("simple", "official"), "mask_input": MASK_INPUTS}
+            "schedule": ("simple", "official"), "mask_input": MASK_INPUTS,
+            "dc_source": DC_SOURCES}
 # Sized for a 2-core CPU; the official defaults are window 192, patch 16/8, cf 64,
 # 3 layers, 2 x 64 heads, d_ff 256, d_model 128, lr 1e-4 / 1e-5, batch 128.
 DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2, n_heads=2,
@@ -55,7 +60,8 @@ DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2
                 gumbel="code", eval_mask="sampled", lr=1e-3, mask_lr=1e-4, batch_size=64,
                 train_stride=1, dc_lambda=0.005, regular_lambda=0.5, temperature=0.07,
                 auxi_lambda=0.005, score_lambda=0.05, inference_patch_size=32,
-                val_fraction=0.2, patience=3, schedule="simple", mask_input="spectrum")
+                val_fraction=0.2, patience=3, schedule="simple", mask_input="spectrum",
+                dc_source="attention")
 # The official code's OneCycleLR (div_factor 25, max momentum 0.95), built and never stepped.
 OFFICIAL_WARMUP_DIVISOR, OFFICIAL_BETAS = 25.0, (0.95, 0.999)
 
@@ -125,7 +131,7 @@ class CATCH:
         self.runtime = resolve_runtime(runtime)
         net_keys = ("patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads", "head_dim",
                     "d_ff", "d_model", "projection", "mask_fill", "gumbel", "temperature",
-                    "regular_lambda", "mask_input")
+                    "regular_lambda", "mask_input", "dc_source")
         self.net = CATCHNet(self.n_channels, cfg["window"],
                             **{k: cfg[k] for k in net_keys}, seed=self.seed,
                             runtime=self.runtime)

@@ -24,6 +24,7 @@ from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, j
 
 PROJECTIONS = ("linear", "complex")
 MASK_INPUTS = ("spectrum", "amplitude")
+DC_SOURCES = ("attention", "patches")
 
 
 class _Composite(Layer):
@@ -46,7 +47,7 @@ class _Block(_Composite):
     ``backward(dh, mask_grad, first, dc_weight)`` also adds the mask's gradient (written,
     not added, by the ``first`` block backward meets) and the dc loss's gradients."""
 
-    def __init__(self, cf, heads, head_dim, d_ff, fill, tau, reg, seed, runtime):
+    def __init__(self, cf, heads, head_dim, d_ff, fill, tau, reg, seed, runtime, dc=True):
         super().__init__(runtime)
         rt, inner = self.runtime, heads * head_dim
         self.norm1, self.norm2 = LayerNorm(cf, rt), LayerNorm(cf, rt)
@@ -56,7 +57,7 @@ class _Block(_Composite):
         self.ff2 = Dense(d_ff, cf, seed=seed + 3, runtime=rt)
         self.gelu = GELU(rt)
         self.attention = MaskedAttention(heads, fill, rt)
-        self.dc = ChannelDCLoss(heads, tau, reg, rt)
+        self.dc = ChannelDCLoss(heads, tau, reg, rt) if dc else None
 
     def named(self):
         return {"norm1": self.norm1, "qkv": self.qkv, "out": self.out, "norm2": self.norm2,
@@ -65,7 +66,8 @@ class _Block(_Composite):
     def forward(self, h, mask):
         rt, groups, n = self.runtime, mask.shape[0], mask.shape[1]
         qkv = self.qkv.forward(self.norm1.forward(h)).reshape(groups, n, -1)
-        self.dc_rows = self.dc.forward(qkv, mask)
+        if self.dc is not None:
+            self.dc_rows = self.dc.forward(qkv, mask)
         att = self.attention.forward(qkv, mask).reshape(groups * n, -1)
         h = add(rt, h, self.out.forward(att))
         f = self.ff2.forward(self.gelu.forward(self.ff1.forward(self.norm2.forward(h))))
@@ -79,7 +81,8 @@ class _Block(_Composite):
         dh = add(rt, dh, self.norm2.backward(d))
         datt = self.out.backward(dh).reshape(mask.shape[0], mask.shape[1], -1)
         dqkv = self.attention.backward(datt, mask_grad, accumulate=not first)
-        self.dc.backward(dc_weight, dqkv, mask_grad)
+        if self.dc is not None:
+            self.dc.backward(dc_weight, dqkv, mask_grad)
         d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
         return add(rt, dh, self.norm1.backward(d))
 
@@ -116,8 +119,11 @@ class CATCHNet(_Composite):
 
     def __init__(self, n_channels, window, patch_size, patch_stride, cf_dim, e_layers,
                  n_heads, head_dim, d_ff, d_model, projection, mask_fill, gumbel,
-                 temperature, regular_lambda, seed, runtime, mask_input="spectrum"):
+                 temperature, regular_lambda, seed, runtime, mask_input="spectrum",
+                 dc_source="attention"):
         super().__init__(runtime)
+        if dc_source not in DC_SOURCES:
+            raise ValueError(f"unknown dc_source {dc_source!r}; choose one of {DC_SOURCES}")
         if mask_input not in MASK_INPUTS:
             raise ValueError(f"unknown mask_input {mask_input!r}; choose one of {MASK_INPUTS}")
         if projection not in PROJECTIONS:
@@ -128,7 +134,10 @@ class CATCHNet(_Composite):
         n, t, p, s = n_channels, window, patch_size, patch_stride
         self.n, self.t, self.p, self.s = n, t, p, s
         self.patches = (t - p) // s + 1
-        self.projection, self.mask_input = projection, mask_input
+        self.projection, self.mask_input, self.dc_source = projection, mask_input, dc_source
+        # the "patches" deviation: one dc loss on the cosines of the input patches
+        self.patch_dc = ChannelDCLoss(1, temperature, regular_lambda, rt) \
+            if dc_source == "patches" else None
         if projection == "linear":
             self.embed = Dense(2 * p, cf_dim, seed=seed, runtime=rt)
         else:
@@ -137,7 +146,8 @@ class CATCHNet(_Composite):
         width = p if mask_input == "amplitude" else 2 * p
         self.mask_generator = MaskGenerator(n, width, gumbel, rt)
         self.blocks = [_Block(cf_dim, n_heads, head_dim, d_ff, mask_fill, temperature,
-                              regular_lambda, seed + 10 * (i + 1), rt) for i in range(e_layers)]
+                              regular_lambda, seed + 10 * (i + 1), rt, dc_source == "attention")
+                       for i in range(e_layers)]
         width = 2 * d_model
         self.to_model = Dense(cf_dim, width, seed=seed + 100, runtime=rt)
         self.get_r = Dense(width, width, seed=seed + 101, runtime=rt)
@@ -174,6 +184,10 @@ class CATCHNet(_Composite):
         if self.mask_input == "amplitude":
             mg_in = patch_amplitude(rt, mg_in)
         self.mask = self.mask_generator.forward(mg_in, noise)
+        if self.patch_dc is not None:  # q = k = the patch: cosines of the channels' inputs
+            rows = z.reshape(groups * n, 2 * self.p)
+            qkv = join_rows(rt, join_rows(rt, rows, rows), rt.zeros(rows.shape))
+            self.patch_dc_rows = self.patch_dc.forward(qkv.reshape(groups, n, -1), self.mask)
         if self.projection == "linear":
             h = self.embed.forward(z.reshape(groups * n, 2 * self.p))
         else:
@@ -218,13 +232,17 @@ class CATCHNet(_Composite):
         else:
             dc = swap_axes12(rt, dh.reshape(b, self.patches, n, -1))
             self.embed.backward(fft.from_re_im(dc, rt))
+        if self.patch_dc is not None:  # one loss instead of one per layer
+            qkv = self.patch_dc.saved()[0]
+            self.patch_dc.backward(dc_weight * len(self.blocks), rt.empty(qkv.shape), dmask)
         self.mask_generator.backward(dmask)
         self.mask_grad = dmask
         return err
 
     def dc_loss(self) -> DeviceLoss:
         """The mean over layers of each layer's clustering + regular loss (last forward)."""
-        rows = [block.dc_rows for block in self.blocks]
+        rows = [self.patch_dc_rows] if self.patch_dc is not None else \
+            [block.dc_rows for block in self.blocks]
         total = rows[0]
         for r in rows[1:]:
             total = add(self.runtime, total, r)

@@ -2,6 +2,7 @@
 
 from .anomalies import (  # noqa: F401
     ANOMALY_KINDS,
+    SPECTRAL_KINDS,
     anomaly_dataset,
     eurusd_anomaly_split,
     eurusd_channels,
