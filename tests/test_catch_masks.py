@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nnlib import reference as ref
-from nnlib.catch import CATCH, ops
+from nnlib.catch import CATCH, masks, ops
 from nnlib.catch.masks import generator_gradients, group_separation, mask_probabilities
 from nnlib.data import planted_groups
 
@@ -58,8 +58,7 @@ def test_official_generator_cannot_separate_groups_of_sign_symmetric_data(rng):
     np.testing.assert_allclose(p, q, atol=1e-5)  # phase-free input: no forced symmetry
 
 
-TINY = dict(window=48, patch_size=8, patch_stride=8, cf_dim=8, e_layers=1, n_heads=1,
-            head_dim=4, d_ff=8, d_model=4, batch_size=32, inference_patch_size=8, mask_lr=1e-2)
+TINY = {**masks.TINY, "mask_lr": 1e-2}
 MARGIN = 0.3  # the best band's within - across mean probability, of at most 1
 
 
@@ -68,17 +67,10 @@ def test_masks_learn_planted_groups_only_with_both_deviations(seed):
     """CATCH's own design (and either change alone) leaves the within-group and the
     across-group pairs at the same mean probability; with the phase-free generator input
     and the dc loss on the input patches' cosines the masks separate the groups."""
-    data = planted_groups(800, 300, seed=seed)
-    best = {}
-    for label, options in (("official", {}), ("amplitude", {"mask_input": "amplitude"}),
-                           ("patches", {"dc_source": "patches"}),
-                           ("both", {"mask_input": "amplitude", "dc_source": "patches"})):
-        model = CATCH(6, seed=seed, **TINY, **options)
-        model.fit(data["train"], epochs=1, progress=False)
-        sep = group_separation(mask_probabilities(model, data["test"]), data["groups"])
-        best[label] = sep.max()
-    assert best["both"] > MARGIN, best
-    assert max(best["official"], best["amplitude"], best["patches"]) < 0.05, best
+    rows = masks.separation_grid(rates=(1e-2,), seeds=(seed,))
+    best = {r["design"]: r["separation"] for r in rows}
+    assert best.pop("both") > MARGIN, best
+    assert max(best.values()) < 0.05, best
 
 
 def test_dc_on_patches_matches_the_reference_loss(rt, rng):

@@ -72,3 +72,35 @@ def generator_gradients(model, series, groups, stride: int = 7, seed: int = 0) -
     for p in net.parameters():
         p.zero_grad()
     return out
+
+
+# The generator designs compared in notebook 07: CATCH's own and the deviations.
+DESIGNS = {"official": {}, "amplitude input": {"mask_input": "amplitude"},
+           "dc on patches": {"dc_source": "patches"},
+           "both": {"mask_input": "amplitude", "dc_source": "patches"}}
+# A model small enough to train in seconds on 2 cores.
+TINY = dict(window=48, patch_size=8, patch_stride=8, cf_dim=8, e_layers=1, n_heads=1,
+            head_dim=4, d_ff=8, d_model=4, batch_size=32, inference_patch_size=8)
+
+
+def separation_grid(rates=(1e-5, 1e-4, 1e-3, 1e-2), seeds=(0,), designs=DESIGNS,
+                    epochs: int = 1, train_length: int = 800, test_length: int = 300,
+                    **options) -> list:
+    """Train a TINY CATCH on planted_groups for every design, mask learning rate and seed;
+    one row each with the best band's separation and the mean |prob - 1/2|."""
+    from ..data import planted_groups
+    from .detector import CATCH
+
+    rows = []
+    for seed in seeds:
+        data = planted_groups(train_length, test_length, seed=seed)
+        for design, extra in designs.items():
+            for rate in rates:
+                model = CATCH(data["train"].shape[1], seed=seed,
+                              **{**TINY, **options, **extra, "mask_lr": rate})
+                model.fit(data["train"], epochs=epochs, progress=False)
+                probs = mask_probabilities(model, data["test"])
+                rows.append({"design": design, "mask_lr": rate, "seed": seed,
+                             "separation": float(group_separation(probs, data["groups"]).max()),
+                             "spread": float(np.abs(probs - 0.5).mean())})
+    return rows
