@@ -63,9 +63,9 @@ def table(args, epochs):
 
 
 def wide_evaluation(args, epochs):
-    size = (1000, 600) if args.quick else (4000, 2000)
-    rows = evaluate(seeds=args.seeds, epochs=epochs, methods=METHODS, train_length=size[0],
-                    test_length=size[1], progress=not args.quick)
+    size = (1000, 600) if args.quick else tuple(args.length)
+    rows = evaluate(seeds=args.seeds, epochs=epochs, methods=args.methods,
+                    train_length=size[0], test_length=size[1], progress=not args.quick)
     for metric in ("auc_roc", "auc_pr"):
         print(format_table(rows, metric), "\n")
     write_json("catch_evaluation", rows, {**environment(nnlib.get_runtime()),
@@ -79,11 +79,17 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="short series, one epoch")
     parser.add_argument("--evaluate", action="store_true", help="the wider evaluation")
+    parser.add_argument("--length", type=int, nargs=2, default=[4000, 2000],
+                        metavar=("TRAIN", "TEST"), help="series lengths of --evaluate")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+                        help="methods of --evaluate")
     parser.add_argument("--masks", action="store_true", help="the mask separation grid")
     parser.add_argument("--compare", choices=["official"], help="time against the official code")
     parser.add_argument("--official-path", help="a checkout of decisionintelligence/CATCH")
     parser.add_argument("--sizes", choices=["nnlib", "official", "both"], default="both",
                         help="model sizes of --compare")
+    parser.add_argument("--batches", type=int, default=10, help="batches per --compare epoch")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads of --compare")
     args = parser.parse_args(argv)
     epochs = 1 if args.quick else args.epochs
     if args.evaluate:
