@@ -15,7 +15,7 @@ deviations) and the baselines; the AUC-ROC and AUC-PR tables (build/bench/catch_
 deviations at several mask learning rates (build/bench/catch_masks.json).
 --compare official: seconds per training epoch of nnlib's CATCH and of the official
 PyTorch model (its model files under DIR, a checkout of decisionintelligence/CATCH that
-the reader fetches; never vendored) on the same windows, at equal sizes; nnlib alone
+the reader fetches; never vendored; needs einops) on the same windows, at equal sizes; nnlib alone
 without DIR (build/bench/catch_speed.json).
 """
 
