@@ -281,6 +281,7 @@ def test_official_schedule_rates_match_the_official_code():
         model._set_rates(main, mask, epoch)
         rates.append((main.lr, mask.lr))
     np.testing.assert_allclose(rates, [(4e-5, 4e-6), (1e-3, 1e-3), (5e-4, 5e-4)])
+    np.testing.assert_allclose(model.learning_rates(3), rates)
     assert main.beta1 == mask.beta1 == 0.95
     simple = CATCH(2, **TINY)
     main, mask = simple._optimizers()

@@ -236,16 +236,17 @@ class CATCH:
         mask.zero_grad()  # the mask generator's gradients are summed between its steps
         return main, mask
 
-    def _set_rates(self, main, mask, epoch: int) -> None:
-        """The learning rates of 0-based ``epoch`` under the ``schedule`` switch."""
+    def learning_rates(self, epochs: int) -> list:
+        """(main, mask generator) learning rate of each epoch under ``schedule``."""
         cfg = self.config
         if cfg["schedule"] == "simple":
-            main.lr, mask.lr = cfg["lr"], cfg["mask_lr"]
-        elif epoch == 0:
-            main.lr = cfg["lr"] / OFFICIAL_WARMUP_DIVISOR
-            mask.lr = cfg["mask_lr"] / OFFICIAL_WARMUP_DIVISOR
-        else:
-            main.lr = mask.lr = cfg["lr"] * 0.5 ** (epoch - 1)
+            return [(cfg["lr"], cfg["mask_lr"])] * epochs
+        warm = (cfg["lr"] / OFFICIAL_WARMUP_DIVISOR, cfg["mask_lr"] / OFFICIAL_WARMUP_DIVISOR)
+        return [warm] + [(cfg["lr"] * 0.5 ** (e - 1),) * 2 for e in range(1, epochs)]
+
+    def _set_rates(self, main, mask, epoch: int) -> None:
+        """The learning rates of 0-based ``epoch`` under the ``schedule`` switch."""
+        main.lr, mask.lr = self.learning_rates(epoch + 1)[epoch]
 
     def _train_epoch(self, windows, main, mask, mask_every, rng) -> np.ndarray:
         """One pass over the shuffled windows; the mean (time, freq, dc) losses."""
