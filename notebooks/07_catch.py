@@ -271,10 +271,10 @@ for projection in ("linear", "complex"):
 # (its own rate, 1e-5 by default, only counts in epoch 1). `schedule="official"` runs
 # exactly that; the default `"simple"` keeps lr and mask_lr all along:
 
-# %%
+# %% tags=["host-float64"]
 for schedule in ("simple", "official"):
     rates = CATCH(5, schedule=schedule, lr=1e-4, mask_lr=1e-5).learning_rates(4)
-    print(f"{schedule:8s}: " + "  ".join(f"epoch {e + 1} {a:.1e} / {b:.1e}"
+    print(f"{schedule:8s}: " + "  ".join(f"epoch {e + 1} {a:.7f} / {b:.7f}"
                                          for e, (a, b) in enumerate(rates)))
 
 # %% tags=["nbval-ignore-output"]
