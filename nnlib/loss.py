@@ -1,20 +1,15 @@
-"""The losses of kernels/loss.cl on the device, the twin of that file: per-row loss values
-and the output gradient, shared by ``Sequential`` and the CATCH detector (notebook 02
-teaches them).
+"""Losses on the device, the twin of ``kernels/loss.cl`` (taught in notebook 01).
 
-    mse = Loss("mse", runtime)
-    value = mse.value(out, target)          # a DeviceLoss: float(value) waits for the device
-    dz = mse.gradient(out, target)          # dL/d out, the mean over every element
+A :class:`Loss` enqueues the per-sample losses (``loss_rows``) and the gradient of the mean
+loss with respect to the output layer's pre-activation (``output_gradient``); neither waits
+for the device. The value comes back as a :class:`DeviceLoss`, read only when asked for.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .activations import ACTIVATIONS
-from .launcher import Launcher
-
-LOSSES = {"mse": 0, "cross_entropy": 1}
+from .codes import ACTIVATIONS, loss_code
 
 
 class DeviceLoss:
@@ -33,36 +28,36 @@ class DeviceLoss:
 
 
 class Loss:
-    """One loss of kernels/loss.cl on 2-d (rows, cols) device arrays: MSE is the mean over
-    every element, cross-entropy (after softmax) the mean over rows."""
+    """``"mse"`` (mean over every element) or ``"cross_entropy"`` (after softmax, mean over
+    the batch) of an output ``out`` (batch, n) against ``target`` of the same shape."""
 
     def __init__(self, name: str, runtime):
-        if name not in LOSSES:
-            raise ValueError(f"unknown loss {name!r}; choose one of {list(LOSSES)}")
-        self.name, self.code, self.runtime = name, np.int32(LOSSES[name]), runtime
-        self._gradient = Launcher(runtime, runtime.kernel("loss", "output_gradient"))
-        self._rows = Launcher(runtime, runtime.kernel("loss", "loss_rows"))
+        self.name, self.code, self.runtime = name, loss_code(name), runtime
+        # the same buffers every step: each loss keeps its own argument memory
+        self._rows = runtime.launcher("loss", "loss_rows").copy()
+        self._gradient = runtime.launcher("loss", "output_gradient").copy()
 
     def divisor(self, out) -> int:
+        """What the summed per-sample losses are divided by: the batch or every element."""
         return out.shape[0] if self.name == "cross_entropy" else out.size
 
     def rows(self, out, target, rows_buf=None, offset: int = 0):
-        """Enqueue each row's summed loss into ``rows_buf[offset:]`` (a new array without)."""
-        rows, cols = out.shape[0], out.size // out.shape[0]
+        """Enqueue each sample's summed loss into ``rows_buf[offset:]`` (a new array if
+        None); returns ``rows_buf``."""
+        rows, cols = out.shape
         if rows_buf is None:
             rows_buf = self.runtime.empty((rows,))
         self._rows((rows,), None, out.data, target.data, rows_buf.data, np.int32(offset),
-                   np.int32(rows), np.int32(cols), self.code)
+                   np.int32(rows), np.int32(cols), np.int32(self.code))
         return rows_buf
 
     def value(self, out, target) -> DeviceLoss:
-        """The mean loss, read from the device when converted to float."""
         return DeviceLoss(self.rows(out, target), self.divisor(out))
 
-    def gradient(self, out, target, activation: str = "none"):
-        """dL/dz, a new array: z is ``out`` before ``activation`` (its derivative fused)."""
+    def output_gradient(self, out, target, activation: str = "none"):
+        """dL/dz of the output layer whose activation (``activation``) gave ``out``."""
         dz = self.runtime.empty(out.shape)
         self._gradient((out.size,), None, out.data, target.data, dz.data, np.int32(out.size),
-                       np.float32(1.0 / self.divisor(out)), self.code,
+                       np.float32(1.0 / self.divisor(out)), np.int32(self.code),
                        np.int32(ACTIVATIONS.get(activation, 0)))
         return dz

@@ -379,7 +379,7 @@ assert all(0 < g["coherence"] <= 1 for g in signal.values())
 # patches instead of the attention's q and k (so it asks for the pairs that really move
 # together). The separation is the best band's mean probability of the within-group pairs
 # minus that of the across-group pairs, after one epoch of a tiny model, per mask learning
-# rate (`python -m benchmarks.catch --masks` runs it over three seeds):
+# rate (`python -m nnlib.bench.catch --masks` runs it over three seeds):
 
 # %% tags=["nbval-ignore-output"]
 rates = (1e-5, 1e-3, 1e-2)
@@ -453,7 +453,7 @@ assert result["auc_roc"] > 0.8 and result["auc_pr"] > 0.3
 # %% [markdown]
 # ## Against the baselines
 #
-# A wider evaluation, stored (not recomputed here: `python -m benchmarks.catch --evaluate
+# A wider evaluation, stored (not recomputed here: `python -m nnlib.bench.catch --evaluate
 # --seeds 0 1 2 --epochs 2 --length 2000 1000` writes it, on your machine in tens of
 # minutes): the six TODS types, two spectral kinds (`frequency_shift`: a channel's wave
 # 30 % slower; `phase_shift`: a channel a quarter period late, which alone looks normal)
@@ -486,7 +486,7 @@ assert wins["group_break"]["CATCH"][0] < wins["group_break"]["PCA"][0]
 # CATCH reconstructs each channel from its own spectrum (the masks, as measured above,
 # group nothing), so the other group's wave is just another wave to reconstruct. Learned
 # masks alone do not fix that: the score compares each channel with its own reconstruction.
-# On EURUSD (`python -m benchmarks.catch`) CATCH also loses on AUC-ROC to PCA and
+# On EURUSD (`python -m nnlib.bench.catch`) CATCH also loses on AUC-ROC to PCA and
 # IsolationForest: returns and volume are heavy-tailed and not periodic. The paper's
 # AUC-ROC on its synthetic sets (0.970 shapelet, 0.998 seasonal) come from other generated
 # data, a larger model and 20,000 training steps, so the figures are not comparable one

@@ -1,13 +1,16 @@
 """The channel-masked attention core and the clustering loss on the device
 (kernels/attention.cl). Both work on the packed ``qkv`` (groups, n, 3 * heads * dh) that one
-Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads."""
+Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads.
+
+Taught in notebooks/07_catch.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..layers.base import Layer
-from ..reference.attention import FINITE_FILL
+from ..codes import FINITE_FILL
 
 MASK_FILLS = ("finite", "inf")
 
@@ -32,9 +35,9 @@ class MaskedAttention(Layer):
             raise ValueError(f"unknown mask fill {fill!r}; choose one of {MASK_FILLS}")
         self.heads, self.fill = int(heads), fill
         rt = self.runtime
-        self._fwd = rt.kernel("attention", "masked_attention_forward")
-        self._bq = rt.kernel("attention", "masked_attention_backward_query")
-        self._bk = rt.kernel("attention", "masked_attention_backward_keys")
+        self._fwd, self._bq, self._bk = (
+            rt.launcher("attention", f"masked_attention_{part}")
+            for part in ("forward", "backward_query", "backward_keys"))
 
     def config(self) -> dict:
         return {"heads": self.heads, "fill": self.fill}
@@ -49,7 +52,7 @@ class MaskedAttention(Layer):
         out = rt.empty((g, n, h * dh))
         probs, lse = rt.empty((g, h, n, n)), rt.empty((g, h, n))
         i32 = np.int32
-        rt.launch(self._fwd, (n, h, g), None, qkv.data, mask.data, out.data, probs.data,
+        self._fwd((n, h, g), None, qkv.data, mask.data, out.data, probs.data,
                   lse.data, i32(g), i32(n), i32(h), i32(dh), *self._consts())
         self.probs = probs
         self.save_for_backward(qkv, mask, lse)
@@ -63,10 +66,10 @@ class MaskedAttention(Layer):
         g, n, dh = _geometry(qkv, mask, h)
         dqkv, dscores = rt.empty(qkv.shape), rt.empty((g, h, n, n))
         i32 = np.int32
-        rt.launch(self._bq, (n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
+        self._bq((n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
                   grad_out.data, dqkv.data, dscores.data, mask_grad.data, i32(g), i32(n),
                   i32(h), i32(dh), *self._consts(), i32(accumulate))
-        rt.launch(self._bk, (n, h, g), None, qkv.data, self.probs.data, grad_out.data,
+        self._bk((n, h, g), None, qkv.data, self.probs.data, grad_out.data,
                   dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
         return dqkv
 
@@ -80,9 +83,9 @@ class ChannelDCLoss(Layer):
         super().__init__(runtime)
         self.heads, self.tau, self.reg = int(heads), float(tau), float(reg)
         rt = self.runtime
-        self._fwd = rt.kernel("attention", "channel_dc_forward")
-        self._bq = rt.kernel("attention", "channel_dc_backward_query")
-        self._bk = rt.kernel("attention", "channel_dc_backward_keys")
+        self._fwd, self._bq, self._bk = (
+            rt.launcher("attention", f"channel_dc_{part}")
+            for part in ("forward", "backward_query", "backward_keys"))
 
     def config(self) -> dict:
         return {"heads": self.heads, "tau": self.tau, "reg": self.reg}
@@ -92,7 +95,7 @@ class ChannelDCLoss(Layer):
         g, n, dh = _geometry(qkv, mask, h)
         cos, rows = rt.empty((g, n, n)), rt.empty((g, n))
         i32 = np.int32
-        rt.launch(self._fwd, (n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
+        self._fwd((n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
                   i32(n), i32(h), i32(dh), np.float32(self.tau), np.float32(self.reg))
         self.save_for_backward(qkv, mask, cos)
         return rows
@@ -103,8 +106,8 @@ class ChannelDCLoss(Layer):
         g, n, dh = _geometry(qkv, mask, h)
         dcos = rt.empty((g, n, n))
         i32 = np.int32
-        rt.launch(self._bq, (n, g), None, qkv.data, mask.data, cos.data, dcos.data,
+        self._bq((n, g), None, qkv.data, mask.data, cos.data, dcos.data,
                   qkv_grad.data, mask_grad.data, i32(g), i32(n), i32(h), i32(dh),
                   np.float32(self.tau), np.float32(self.reg), np.float32(weight))
-        rt.launch(self._bk, (n, g), None, qkv.data, dcos.data, qkv_grad.data, i32(g), i32(n),
+        self._bk((n, g), None, qkv.data, dcos.data, qkv_grad.data, i32(g), i32(n),
                   i32(h), i32(dh))

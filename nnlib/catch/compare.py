@@ -1,6 +1,9 @@
 """CATCH against the baselines: the rows of one labelled split (``compare``), the wider
 evaluation over anomaly kinds and seeds (``evaluate``) and its mean and spread
-(``summarize``, ``format_table``). Notebook 07 shows the table."""
+(``summarize``, ``format_table``). Notebook 07 shows the table.
+
+Taught in notebooks/07_catch.
+"""
 
 from __future__ import annotations
 

@@ -32,6 +32,8 @@ Deviations, all documented in the notebook: no dropout; the mask gradient is the
 of the smooth relaxation m s + (1 - m) fill; the regular term is sum_{i != j} m_ij / (N (N-1)),
 0 for N = 1 (the official code divides by zero); every step is scored: non-overlapping
 windows plus one window aligned to the series' end.
+
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
 from ..loss import DeviceLoss, Loss
 from ..runtime import resolve_runtime
+from ..sizes import ceil_div
 from .model import DC_SOURCES, MASK_INPUTS, PROJECTIONS, CATCHNet
 from .ops import step_scores
 
@@ -191,7 +194,7 @@ class CATCH:
             raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
         fit_w, val_w = self._scale_and_window(x)
         main, mask = self._optimizers()
-        mask_every = max(1, min(-(-len(fit_w) // self.config["batch_size"]) // 10, 100))
+        mask_every = max(1, min(ceil_div(len(fit_w), self.config["batch_size"]) // 10, 100))
         stopper = _EarlyStopping(self.net.named_parameters(), self.config["patience"])
         rng = np.random.default_rng(self.seed)
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
@@ -281,7 +284,7 @@ class CATCH:
         xhat = self.net.forward(x, rt.to_device(noise))
         groups = x.shape[0] * self.net.patches
         dc_weight = cfg["dc_lambda"] / (cfg["e_layers"] * groups)
-        err = self.net.backward(self._mse.gradient(xhat, x), cfg["auxi_lambda"] / x.size,
+        err = self.net.backward(self._mse.output_gradient(xhat, x), cfg["auxi_lambda"] / x.size,
                                 dc_weight)
         return x, xhat, err
 
@@ -290,13 +293,17 @@ class CATCH:
         (time, freq, dc) losses as DeviceLoss values, read when converted to float."""
         x, xhat, err = self._train_grads(batch, self._noise(rng, len(batch)))
         main.step()
-        return self._mse.value(xhat, x), DeviceLoss(err, x.size), self.net.dc_loss()
+        return self._time_loss(xhat, x), DeviceLoss(err, x.size), self.net.dc_loss()
+
+    def _time_loss(self, xhat, x) -> DeviceLoss:
+        """The time MSE of windows (B, N, T), one row per window."""
+        return self._mse.value(xhat.reshape(len(xhat), -1), x.reshape(len(x), -1))
 
     def _validate(self, windows) -> float:
         rng, total = self._eval_rng(), 0.0
         for batch in self._batches(windows):
             x, xhat = self._forward(batch, rng)
-            total += float(self._mse.value(xhat, x)) * x.size
+            total += float(self._time_loss(xhat, x)) * x.size
         return total / windows.size
 
     # ------------------------------------------------------------------ scoring

@@ -4,6 +4,8 @@ is across windows.
 
     probs = mask_probabilities(model, series)         # (windows, bands, n, n)
     sep = group_separation(probs, data["groups"])     # per band: within - across
+
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def generator_gradients(model, series, groups, stride: int = 7, seed: int = 0) -
             xd = rt.to_device(batch)
             xhat = net.forward(xd, rt.to_device(model._noise(rng, len(batch))))
             groups_in_batch = len(batch) * net.patches
-            net.backward(model._mse.gradient(xhat, xd) * rec, 0.0,
+            net.backward(model._mse.output_gradient(xhat, xd) * rec, 0.0,
                          dc * cfg["dc_lambda"] / (cfg["e_layers"] * groups_in_batch))
             dm = net.mask_grad.get()
             z, slope = (a.get() for a in net.mask_generator.saved())

@@ -1,4 +1,7 @@
-"""Data for the workbook: EURUSD H1 bars and the seed's fractal classification task."""
+"""Data for the workbook: EURUSD H1 bars and the seed's fractal classification task.
+
+Taught in notebooks/02_train_fractal_classifier.
+"""
 
 from .anomalies import (  # noqa: F401
     ANOMALY_KINDS,

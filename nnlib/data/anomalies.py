@@ -5,6 +5,8 @@ as a multichannel series with anomalies injected at known places.
     data = anomaly_dataset("shapelet", seed=0)   # dict: train, test, labels, kind
     data = planted_groups(seed=0)                 # plus groups: each channel's group
     series, names = eurusd_channels(load_eurusd())
+
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations

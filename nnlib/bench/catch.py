@@ -1,9 +1,9 @@
 """CATCH against IsolationForest, PCA and a dense autoencoder, and CATCH's speed.
 
-    .venv/bin/python -m benchmarks.catch [--seeds 0 1 2] [--epochs 3] [--quick]
-    .venv/bin/python -m benchmarks.catch --evaluate [--seeds 0 1 2] [--quick]
-    .venv/bin/python -m benchmarks.catch --masks
-    .venv/bin/python -m benchmarks.catch --compare official --official-path DIR
+    .venv/bin/python -m nnlib.bench.catch [--seeds 0 1 2] [--epochs 3] [--quick]
+    .venv/bin/python -m nnlib.bench.catch --evaluate [--seeds 0 1 2] [--quick]
+    .venv/bin/python -m nnlib.bench.catch --masks
+    .venv/bin/python -m nnlib.bench.catch --compare official --official-path DIR
 
 Default: the TODS anomaly types (nnlib.data.anomaly_dataset, 5 channels, train 4000, test
 2000 steps) and EURUSD H1 with injected anomalies; AUC-ROC, AUC-PR, best F1 and F1 at the

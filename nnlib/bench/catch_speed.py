@@ -1,5 +1,5 @@
 """Seconds per training epoch of nnlib's CATCH and of the official PyTorch model, side by
-side on the same windows and sizes (``python -m benchmarks.catch --compare official``), and
+side on the same windows and sizes (``python -m nnlib.bench.catch --compare official``), and
 nnlib's device time per kernel from OpenCL profiling events (build/bench/catch_speed.json).
 
 An epoch here is ``--batches`` batches of the same windows for both (the official loop:
