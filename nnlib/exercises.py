@@ -14,7 +14,7 @@ line of an out-of-bounds access. Outputs are filled with a NaN of a marked bit p
 followed by a guard area, so "never written", "wrote NaN/inf" and "wrote past the end" are
 told apart.
 
-Used by the checked exercises of every notebook (notebooks/00_devices to 06_catch).
+Used by the checked exercises of every notebook (notebooks/00_devices to 07_catch).
 """
 
 from __future__ import annotations

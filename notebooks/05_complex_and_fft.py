@@ -16,7 +16,7 @@
 # %% [markdown]
 # # 05 · Complex numbers, convolution and the FFT on the device
 #
-# The CATCH model of notebook 06 looks at a time series through its spectrum: it takes the
+# The CATCH model of notebook 07 looks at a time series through its spectrum: it takes the
 # Fourier transform of each channel, cuts the spectrum into frequency patches and learns
 # from them. This notebook builds the pieces: complex numbers on the device, a 1-D
 # convolution (real and complex), and the FFT with its inverse, each with gradients that

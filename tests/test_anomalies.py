@@ -7,10 +7,10 @@ from sklearn import metrics as sk
 
 import nnlib
 from nnlib.catch import baselines, metrics
-from nnlib.data import ANOMALY_KINDS, anomaly_dataset, eurusd_anomaly_split, inject
+from nnlib.data import ANOMALY_KINDS, SPECTRAL_KINDS, anomaly_dataset, eurusd_anomaly_split, inject
 
 
-@pytest.mark.parametrize("kind", ANOMALY_KINDS + ("mixed",))
+@pytest.mark.parametrize("kind", ANOMALY_KINDS + SPECTRAL_KINDS + ("mixed",))
 def test_generator_is_seeded_labelled_and_local(kind):
     a, b = anomaly_dataset(kind, 600, 800, seed=3), anomaly_dataset(kind, 600, 800, seed=3)
     np.testing.assert_array_equal(a["test"], b["test"])
@@ -77,3 +77,16 @@ def test_baselines_find_a_global_spike(name):
     scores = model.score(data["test"])
     assert scores.shape == (400,)
     assert metrics.auc_roc(data["labels"], scores) > 0.55
+
+
+def test_evaluation_rows_and_table():
+    from nnlib.catch.compare import evaluate, format_table, summarize
+
+    rows = evaluate(kinds=("phase_shift", "group_break"), seeds=(0, 1), methods=["PCA"],
+                    train_length=600, test_length=300)
+    assert len(rows) == 4 and {r["dataset"] for r in rows} == {"phase_shift", "group_break"}
+    table = summarize(rows)
+    mean, std, count = table["group_break"]["PCA"]
+    assert count == 2 and 0.5 < mean <= 1 and std >= 0
+    text = format_table(rows)
+    assert "group_break" in text and "*" in text and "±" in text

@@ -269,3 +269,63 @@ def test_bad_input_gets_clear_errors(rng):
         model.threshold()
     with pytest.raises(RuntimeError, match="threshold first"):
         model.predict(rng.standard_normal((40, 2)))
+
+
+def test_official_schedule_rates_match_the_official_code():
+    """Epoch 1 at lr / 25 and mask_lr / 25 with Adam beta1 0.95 (what PyTorch's OneCycleLR
+    constructor sets; the official code never steps it), then lr * 0.5^(e - 2) for both."""
+    model = CATCH(2, schedule="official", lr=1e-3, mask_lr=1e-4, **TINY)
+    main, mask = model._optimizers()
+    rates = []
+    for epoch in range(3):
+        model._set_rates(main, mask, epoch)
+        rates.append((main.lr, mask.lr))
+    np.testing.assert_allclose(rates, [(4e-5, 4e-6), (1e-3, 1e-3), (5e-4, 5e-4)])
+    np.testing.assert_allclose(model.learning_rates(3), rates)
+    assert main.beta1 == mask.beta1 == 0.95
+    simple = CATCH(2, **TINY)
+    main, mask = simple._optimizers()
+    simple._set_rates(main, mask, 2)
+    assert (main.lr, mask.lr, main.beta1) == (simple.config["lr"], simple.config["mask_lr"], 0.9)
+    with pytest.raises(ValueError, match="schedule"):
+        CATCH(2, schedule="cosine")
+
+
+@pytest.mark.torch
+def test_official_schedule_first_epoch_matches_pytorch_one_cycle():
+    torch = pytest.importorskip("torch")
+    param = torch.nn.Parameter(torch.zeros(1))
+    for lr in (1e-4, 3e-3):
+        opt = torch.optim.Adam([param], lr=lr)
+        torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, steps_per_epoch=10, epochs=3,
+                                            pct_start=0.3)
+        model = CATCH(2, schedule="official", lr=lr, mask_lr=lr / 10, **TINY)
+        main, mask = model._optimizers()
+        model._set_rates(main, mask, 0)
+        group = opt.param_groups[0]
+        assert np.isclose(main.lr, group["lr"]) and main.beta1 == group["betas"][0]
+
+
+def test_catch_layers_share_the_layer_contract(rt, rng):
+    from nnlib.catch.attention import ChannelDCLoss, MaskedAttention
+    from nnlib.layers.base import Layer
+
+    model = CATCH(2, runtime=rt, **TINY)
+    net = model.net
+    cases = [(ops.LayerNorm(4, rt), 1), (ops.GELU(rt), 1),
+             (ops.MaskGenerator(3, 4, runtime=rt), 1),
+             (MaskedAttention(2, runtime=rt), 2), (ChannelDCLoss(2, runtime=rt), 3), (net, 3),
+             (net.blocks[0], 4), (net.head_real, 1)]
+    for layer, n_args in cases:
+        assert isinstance(layer, Layer) and layer.runtime is rt
+        with pytest.raises(RuntimeError, match=f"{type(layer).__name__}.backward called "
+                                               "before forward"):
+            layer.backward(*[None] * n_args)
+    assert len(model.net.parameters()) == len(model.net.named_parameters())
+    norm = cases[0][0]
+    norm.forward(rng.standard_normal((3, 4)))
+    norm.release()
+    with pytest.raises(RuntimeError, match="before forward"):
+        norm.backward(rng.standard_normal((3, 4)))
+    mask = ops.MaskGenerator(3, 4, runtime=rt).forward(rng.standard_normal((2, 3, 4)))
+    assert mask.shape == (2, 3, 3)  # no noise: the mask thresholded at 0.5

@@ -170,7 +170,7 @@ def test_search_index_covers_every_page(site):
 
 @pytest.mark.parametrize("stem, labels", [
     ("04_optimizers", ["optimizer", "learning rate (per step)", "β₁: memory"]),
-    ("06_catch", ["flagged share of steps (%)"])])
+    ("07_catch", ["flagged share of steps (%)"])])
 def test_widget_panels_are_drawn_from_their_stored_state(site, stem, labels):
     panel = _soup(site / f"{stem}.html").select_one(".widget-static")
     assert panel is not None and "shown as stored" in panel.get_text()

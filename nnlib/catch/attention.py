@@ -2,15 +2,15 @@
 (kernels/attention.cl). Both work on the packed ``qkv`` (groups, n, 3 * heads * dh) that one
 Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..layers.base import Layer
 from ..codes import FINITE_FILL
-from ..runtime import get_runtime
 
 MASK_FILLS = ("finite", "inf")
 
@@ -24,86 +24,90 @@ def _geometry(qkv, mask, heads):
     return groups, n, width // (3 * heads)
 
 
-class MaskedAttention:
+class MaskedAttention(Layer):
     """softmax over channels of each group with the mask applied before it (see
     kernels/attention.cl); ``fill="finite"`` is the official code's -ln(1e10) fill,
     ``"inf"`` the paper's hard mask. ``forward`` keeps what ``backward`` needs."""
 
     def __init__(self, heads: int, fill: str = "finite", runtime=None):
+        super().__init__(runtime)
         if fill not in MASK_FILLS:
             raise ValueError(f"unknown mask fill {fill!r}; choose one of {MASK_FILLS}")
-        self.rt = runtime or get_runtime()
         self.heads, self.fill = int(heads), fill
+        rt = self.runtime
         self._fwd, self._bq, self._bk = (
-            self.rt.launcher("attention", f"masked_attention_{part}")
+            rt.launcher("attention", f"masked_attention_{part}")
             for part in ("forward", "backward_query", "backward_keys"))
-        self._saved = None
+
+    def config(self) -> dict:
+        return {"heads": self.heads, "fill": self.fill}
 
     def _consts(self):
         return np.float32(FINITE_FILL), np.int32(self.fill == "inf")
 
     def forward(self, qkv, mask):
         """out (groups, n, heads * dh); probs (groups, heads, n, n) stay in ``self.probs``."""
-        rt, h = self.rt, self.heads
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         out = rt.empty((g, n, h * dh))
         probs, lse = rt.empty((g, h, n, n)), rt.empty((g, h, n))
         i32 = np.int32
         self._fwd((n, h, g), None, qkv.data, mask.data, out.data, probs.data,
                   lse.data, i32(g), i32(n), i32(h), i32(dh), *self._consts())
-        self.probs, self._saved = probs, (qkv, mask, lse)
+        self.probs = probs
+        self.save_for_backward(qkv, mask, lse)
         return out
 
-    def backward(self, dout, dmask, accumulate: bool = True):
-        """dqkv (new array); dL/dmask summed over heads is added to ``dmask`` (or written
-        there without ``accumulate``)."""
-        if self._saved is None:
-            raise RuntimeError("MaskedAttention.backward called before forward")
-        rt, h = self.rt, self.heads
-        qkv, mask, lse = self._saved
+    def backward(self, grad_out, mask_grad, accumulate: bool = True):
+        """dqkv (new array); dL/dmask summed over heads is added to ``mask_grad`` (or
+        written there without ``accumulate``)."""
+        qkv, mask, lse = self.saved()
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         dqkv, dscores = rt.empty(qkv.shape), rt.empty((g, h, n, n))
         i32 = np.int32
         self._bq((n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
-                 dout.data, dqkv.data, dscores.data, dmask.data, i32(g), i32(n), i32(h),
-                 i32(dh), *self._consts(), i32(accumulate))
-        self._bk((n, h, g), None, qkv.data, self.probs.data, dout.data,
-                 dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
+                  grad_out.data, dqkv.data, dscores.data, mask_grad.data, i32(g), i32(n),
+                  i32(h), i32(dh), *self._consts(), i32(accumulate))
+        self._bk((n, h, g), None, qkv.data, self.probs.data, grad_out.data,
+                  dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
         return dqkv
 
 
-class ChannelDCLoss:
-    """One layer's clustering + regular loss: rows (groups, n) whose sum / groups is the
-    loss; ``backward(weight, dqkv, dmask)`` adds weight * d(rows.sum()) to both."""
+class ChannelDCLoss(Layer):
+    """One layer's clustering + regular loss: ``forward(qkv, mask)`` gives rows (groups, n)
+    whose sum / groups is the loss; ``backward(weight, qkv_grad, mask_grad)`` adds
+    weight * d(rows.sum()) to both (a loss term: its upstream gradient is the weight)."""
 
     def __init__(self, heads: int, tau: float = 0.07, reg: float = 0.5, runtime=None):
-        self.rt = runtime or get_runtime()
+        super().__init__(runtime)
         self.heads, self.tau, self.reg = int(heads), float(tau), float(reg)
+        rt = self.runtime
         self._fwd, self._bq, self._bk = (
-            self.rt.launcher("attention", f"channel_dc_{part}")
+            rt.launcher("attention", f"channel_dc_{part}")
             for part in ("forward", "backward_query", "backward_keys"))
-        self._saved = None
+
+    def config(self) -> dict:
+        return {"heads": self.heads, "tau": self.tau, "reg": self.reg}
 
     def forward(self, qkv, mask):
-        rt, h = self.rt, self.heads
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         cos, rows = rt.empty((g, n, n)), rt.empty((g, n))
         i32 = np.int32
         self._fwd((n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
                   i32(n), i32(h), i32(dh), np.float32(self.tau), np.float32(self.reg))
-        self._saved = (qkv, mask, cos)
+        self.save_for_backward(qkv, mask, cos)
         return rows
 
-    def backward(self, weight: float, dqkv, dmask):
-        if self._saved is None:
-            raise RuntimeError("ChannelDCLoss.backward called before forward")
-        rt, h = self.rt, self.heads
-        qkv, mask, cos = self._saved
+    def backward(self, weight: float, qkv_grad, mask_grad):
+        qkv, mask, cos = self.saved()
+        rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         dcos = rt.empty((g, n, n))
         i32 = np.int32
         self._bq((n, g), None, qkv.data, mask.data, cos.data, dcos.data,
-                 dqkv.data, dmask.data, i32(g), i32(n), i32(h), i32(dh),
-                 np.float32(self.tau), np.float32(self.reg), np.float32(weight))
-        self._bk((n, g), None, qkv.data, dcos.data, dqkv.data, i32(g), i32(n),
-                 i32(h), i32(dh))
+                  qkv_grad.data, mask_grad.data, i32(g), i32(n), i32(h), i32(dh),
+                  np.float32(self.tau), np.float32(self.reg), np.float32(weight))
+        self._bk((n, g), None, qkv.data, dcos.data, qkv_grad.data, i32(g), i32(n),
+                  i32(h), i32(dh))

@@ -14,13 +14,26 @@ Paper-vs-code switches (defaults follow the official code unless noted):
     down-weighted, the code) or "inf" (removed, the paper's figure);
   gumbel "code" (logits +-logit p: a sharpened draw) or "bernoulli";
   eval_mask "sampled" (re-drawn at scoring time as the code does, from a fixed seed so
-    scores repeat) or "threshold" (prob >= 0.5, deterministic).
+    scores repeat) or "threshold" (prob >= 0.5, deterministic);
+  mask_input "spectrum" (the generator reads the [Re | Im] patch, the code) or "amplitude"
+    (a nnlib DEVIATION, off by default: it reads the patch's amplitudes |X_k|, which do not
+    change sign with the window's phase; see notebook 07 for why the official input
+    cannot learn a grouping of sign-symmetric data);
+  dc_source "attention" (the clustering loss on each layer's unmasked q-k cosines, the
+    code) or "patches" (a nnlib DEVIATION, off by default: one clustering loss on the
+    cosines of the channels' input patches, so that it asks for the pairs that really
+    move together; with mask_input "amplitude" the masks then learn planted groups);
+  schedule "simple" (lr and mask_lr all along, Adam betas 0.9 / 0.999; the default) or
+    "official" (what the official code runs: its OneCycleLR objects are built but never
+    stepped, so epoch 1 trains at lr / 25 and mask_lr / 25 with Adam beta1 0.95, and
+    after epoch e both optimizers get lr * 0.5^(e - 1): epoch 2 at lr, epoch 3 at lr / 2,
+    the mask generator on the main rate).
 Deviations, all documented in the notebook: no dropout; the mask gradient is the derivative
 of the smooth relaxation m s + (1 - m) fill; the regular term is sum_{i != j} m_ij / (N (N-1)),
-0 for N = 1 (the official code divides by zero); the learning rates are the nominal ones;
-every step is scored: non-overlapping windows plus one window aligned to the series' end.
+0 for N = 1 (the official code divides by zero); every step is scored: non-overlapping
+windows plus one window aligned to the series' end.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
@@ -33,14 +46,16 @@ from tqdm.auto import tqdm
 from .. import optim
 from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
-from ..loss import DeviceLoss
+from ..loss import DeviceLoss, Loss
 from ..runtime import resolve_runtime
 from ..sizes import ceil_div
-from .model import PROJECTIONS, CATCHNet
+from .model import DC_SOURCES, MASK_INPUTS, PROJECTIONS, CATCHNet
 from .ops import step_scores
 
 SWITCHES = {"projection": PROJECTIONS, "mask_fill": ("finite", "inf"),
-            "gumbel": ("code", "bernoulli"), "eval_mask": ("sampled", "threshold")}
+            "gumbel": ("code", "bernoulli"), "eval_mask": ("sampled", "threshold"),
+            "schedule": ("simple", "official"), "mask_input": MASK_INPUTS,
+            "dc_source": DC_SOURCES}
 # Sized for a 2-core CPU; the official defaults are window 192, patch 16/8, cf 64,
 # 3 layers, 2 x 64 heads, d_ff 256, d_model 128, lr 1e-4 / 1e-5, batch 128.
 DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2, n_heads=2,
@@ -48,7 +63,10 @@ DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2
                 gumbel="code", eval_mask="sampled", lr=1e-3, mask_lr=1e-4, batch_size=64,
                 train_stride=1, dc_lambda=0.005, regular_lambda=0.5, temperature=0.07,
                 auxi_lambda=0.005, score_lambda=0.05, inference_patch_size=32,
-                val_fraction=0.2, patience=3)
+                val_fraction=0.2, patience=3, schedule="simple", mask_input="spectrum",
+                dc_source="attention")
+# The official code's OneCycleLR (div_factor 25, max momentum 0.95), built and never stepped.
+OFFICIAL_WARMUP_DIVISOR, OFFICIAL_BETAS = 25.0, (0.95, 0.999)
 
 
 def check_series(series, n_channels: int, window: int, name: str = "series") -> np.ndarray:
@@ -73,6 +91,27 @@ def _windows(x, starts, window):
     return np.ascontiguousarray(x[idx].transpose(0, 2, 1), dtype=np.float32)
 
 
+class _EarlyStopping:
+    """The official EarlyStopping: keeps the weights of the best validation loss and
+    stops after ``patience`` epochs without improvement."""
+
+    def __init__(self, params: dict, patience: int):
+        self.params, self.patience = params, patience
+        self.best, self.best_val, self.bad = None, np.inf, 0
+
+    def stop(self, val: float) -> bool:
+        if val < self.best_val:
+            self.best_val, self.bad = val, 0
+            self.best = {k: p.numpy() for k, p in self.params.items()}
+            return False
+        self.bad += 1
+        return self.bad >= self.patience
+
+    def restore(self) -> None:
+        for k, p in self.params.items():
+            p.set(self.best[k])
+
+
 class CATCH:
     """The CATCH detector (see the module docstring); keyword arguments override DEFAULTS."""
 
@@ -95,11 +134,12 @@ class CATCH:
         self.runtime = resolve_runtime(runtime)
         net_keys = ("patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads", "head_dim",
                     "d_ff", "d_model", "projection", "mask_fill", "gumbel", "temperature",
-                    "regular_lambda")
+                    "regular_lambda", "mask_input", "dc_source")
         self.net = CATCHNet(self.n_channels, cfg["window"],
                             **{k: cfg[k] for k in net_keys}, seed=self.seed,
                             runtime=self.runtime)
         self.window = cfg["window"]
+        self._mse = Loss("mse", self.runtime)
         self.scale_mean = np.zeros(self.n_channels)
         self.scale_std = np.ones(self.n_channels)
         self.history: list = []
@@ -141,27 +181,40 @@ class CATCH:
         size = self.config["batch_size"]
         return [windows[i:i + size] for i in range(0, len(windows), size)]
 
-    def _time_rows(self, xhat, x):
-        rows = self.runtime.empty((x.shape[0] * x.shape[1],))
-        width = x.shape[2]
-        loss_rows = self.runtime.launcher("loss", "loss_rows")
-        loss_rows((rows.size,), None,
-                  xhat.data, x.data, rows.data, np.int32(0), np.int32(rows.size),
-                  np.int32(width), np.int32(0))
-        return DeviceLoss(rows, x.size)
-
     # ------------------------------------------------------------------ training
     def fit(self, train, epochs: int = 3, progress: bool = True) -> list:
         """Train on ``train`` (time, channels): a StandardScaler fitted on the first
         1 - val_fraction of it, stride-``train_stride`` windows shuffled, Adam on the main
-        parameters every batch and Adam (lr ``mask_lr``) on the mask generator every
+        parameters every batch and Adam on the mask generator every
         max(1, min(batches // 10, 100)) batches with its gradients summed in between (the
-        official bi-level step). Early stopping on the validation time MSE; the best
-        epoch's weights are kept. Returns the per-epoch history."""
-        cfg, t = self.config, self.window
-        x = check_series(train, self.n_channels, t, "train")
+        official bi-level step), at the rates of ``schedule``. Early stopping on the
+        validation time MSE; the best epoch's weights are kept. Returns the history."""
+        x = check_series(train, self.n_channels, self.window, "train")
         if not isinstance(epochs, (int, np.integer)) or epochs < 1:
             raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
+        fit_w, val_w = self._scale_and_window(x)
+        main, mask = self._optimizers()
+        mask_every = max(1, min(ceil_div(len(fit_w), self.config["batch_size"]) // 10, 100))
+        stopper = _EarlyStopping(self.net.named_parameters(), self.config["patience"])
+        rng = np.random.default_rng(self.seed)
+        bar = tqdm(range(epochs), desc="epochs", disable=not progress)
+        for epoch in bar:
+            start = time.perf_counter()
+            self._set_rates(main, mask, epoch)
+            losses = self._train_epoch(fit_w, main, mask, mask_every, rng)
+            row = self._epoch_row(epoch, losses, val_w, time.perf_counter() - start)
+            self.history.append(row)
+            bar.set_postfix(loss=f"{row['loss']:.4f}", val=f"{row['val']:.4f}")
+            if stopper.stop(row["val"]):
+                break
+        stopper.restore()
+        self.train_scores = self.score(x)
+        return self.history
+
+    def _scale_and_window(self, x):
+        """Fit the scaler on the training part; its shuffled-later windows and the
+        validation part's non-overlapping windows (None if shorter than one window)."""
+        cfg, t = self.config, self.window
         cut = int(len(x) * (1 - cfg["val_fraction"]))
         if cut < t:
             raise ValueError(f"train: the training part ({cut} steps) is shorter than the "
@@ -173,51 +226,54 @@ class CATCH:
         fit_w = _windows(xs, np.arange(0, cut - t + 1, cfg["train_stride"]), t)
         val_w = _windows(xs, np.arange(cut, len(x) - t + 1, t), t) if len(x) - cut >= t \
             else None
-        params = self.net.named_parameters()
-        mg_params = [p for k, p in params.items() if k.startswith("mask_generator")]
-        main = optim.Adam([p for k, p in params.items() if not k.startswith("mask_generator")],
-                          lr=cfg["lr"])
-        mg = optim.Adam(mg_params, lr=cfg["mask_lr"])
-        self._main = main
-        rng = np.random.default_rng(self.seed)
-        n_batches = ceil_div(len(fit_w), cfg["batch_size"])
-        mg_every = max(1, min(n_batches // 10, 100))
-        best, best_val, bad = None, np.inf, 0
-        for p in mg_params:
-            p.zero_grad()
-        bar = tqdm(range(epochs), desc="epochs", disable=not progress)
-        for epoch in bar:
-            start = time.perf_counter()
-            order = rng.permutation(len(fit_w))
-            steps = []  # each step's losses, still on the device: read once per epoch
-            for i, batch in enumerate(self._batches(fit_w[order])):
-                main.zero_grad()
-                if (i + 1) % mg_every == 0:
-                    mg.step()
-                    mg.zero_grad()
-                steps.append(self._train_step(batch, rng))
-            t_loss, f_loss, d_loss = np.mean([[float(v) for v in s] for s in steps], axis=0)
-            val = self._validate(val_w) if val_w is not None else t_loss
-            total = t_loss + cfg["auxi_lambda"] * f_loss + cfg["dc_lambda"] * d_loss
-            row = {"epoch": epoch + 1, "loss": float(total), "time": float(t_loss),
-                   "freq": float(f_loss), "dc": float(d_loss), "val": float(val),
-                   "seconds": time.perf_counter() - start}
-            self.history.append(row)
-            bar.set_postfix(loss=f"{total:.4f}", val=f"{val:.4f}")
-            if not np.isfinite(row["loss"]) or not np.isfinite(val):
-                raise RuntimeError(f"CATCH.fit: the loss is not finite in epoch {epoch + 1}; "
-                                   "lower lr")
-            if val < best_val:
-                best_val, bad = val, 0
-                best = {k: p.numpy() for k, p in params.items()}
-            else:
-                bad += 1
-                if bad >= cfg["patience"]:
-                    break
-        for k, p in params.items():
-            p.set(best[k])
-        self.train_scores = self.score(x)
-        return self.history
+        return fit_w, val_w
+
+    def _optimizers(self) -> tuple:
+        """Adam on the main parameters and Adam on the mask generator's."""
+        params, cfg = self.net.named_parameters(), self.config
+        betas = OFFICIAL_BETAS if cfg["schedule"] == "official" else (0.9, 0.999)
+        groups = ([p for k, p in params.items() if not k.startswith("mask_generator")],
+                  [p for k, p in params.items() if k.startswith("mask_generator")])
+        main, mask = (optim.Adam(g, lr=lr, betas=betas)
+                      for g, lr in zip(groups, (cfg["lr"], cfg["mask_lr"])))
+        mask.zero_grad()  # the mask generator's gradients are summed between its steps
+        return main, mask
+
+    def learning_rates(self, epochs: int) -> list:
+        """(main, mask generator) learning rate of each epoch under ``schedule``."""
+        cfg = self.config
+        if cfg["schedule"] == "simple":
+            return [(cfg["lr"], cfg["mask_lr"])] * epochs
+        warm = (cfg["lr"] / OFFICIAL_WARMUP_DIVISOR, cfg["mask_lr"] / OFFICIAL_WARMUP_DIVISOR)
+        return [warm] + [(cfg["lr"] * 0.5 ** (e - 1),) * 2 for e in range(1, epochs)]
+
+    def _set_rates(self, main, mask, epoch: int) -> None:
+        """The learning rates of 0-based ``epoch`` under the ``schedule`` switch."""
+        main.lr, mask.lr = self.learning_rates(epoch + 1)[epoch]
+
+    def _train_epoch(self, windows, main, mask, mask_every, rng) -> np.ndarray:
+        """One pass over the shuffled windows; the mean (time, freq, dc) losses."""
+        order = rng.permutation(len(windows))
+        steps = []  # each step's losses, still on the device: read once per epoch
+        for i, batch in enumerate(self._batches(windows[order])):
+            main.zero_grad()
+            if (i + 1) % mask_every == 0:  # before this batch's backward, as the official code
+                mask.step()
+                mask.zero_grad()
+            steps.append(self._train_step(batch, rng, main))
+        return np.mean([[float(v) for v in s] for s in steps], axis=0)
+
+    def _epoch_row(self, epoch, losses, val_w, seconds) -> dict:
+        cfg = self.config
+        t_loss, f_loss, d_loss = losses
+        val = self._validate(val_w) if val_w is not None else t_loss
+        total = t_loss + cfg["auxi_lambda"] * f_loss + cfg["dc_lambda"] * d_loss
+        if not np.isfinite(total) or not np.isfinite(val):
+            raise RuntimeError(f"CATCH.fit: the loss is not finite in epoch {epoch + 1}; "
+                               "lower lr")
+        return {"epoch": epoch + 1, "loss": float(total), "time": float(t_loss),
+                "freq": float(f_loss), "dc": float(d_loss), "val": float(val),
+                "seconds": seconds}
 
     def _train_grads(self, batch, noise):
         """Forward and backward of windows (B, N, T) with the sampler's ``noise``: the
@@ -226,29 +282,28 @@ class CATCH:
         cfg, rt = self.config, self.runtime
         x = rt.to_device(batch)
         xhat = self.net.forward(x, rt.to_device(noise))
-        count = x.size
-        dxhat = rt.empty(x.shape)
-        output_gradient = rt.launcher("loss", "output_gradient")
-        output_gradient((count,), None, xhat.data, x.data,
-                        dxhat.data, np.int32(count), np.float32(1.0 / count), np.int32(0),
-                        np.int32(0))
         groups = x.shape[0] * self.net.patches
         dc_weight = cfg["dc_lambda"] / (cfg["e_layers"] * groups)
-        err = self.net.backward(dxhat, cfg["auxi_lambda"] / count, dc_weight)
+        err = self.net.backward(self._mse.output_gradient(xhat, x), cfg["auxi_lambda"] / x.size,
+                                dc_weight)
         return x, xhat, err
 
-    def _train_step(self, batch, rng) -> tuple:
+    def _train_step(self, batch, rng, main) -> tuple:
         """Gradients and the main update, enqueued without waiting; returns the step's
         (time, freq, dc) losses as DeviceLoss values, read when converted to float."""
         x, xhat, err = self._train_grads(batch, self._noise(rng, len(batch)))
-        self._main.step()
-        return self._time_rows(xhat, x), DeviceLoss(err, x.size), self.net.dc_loss()
+        main.step()
+        return self._time_loss(xhat, x), DeviceLoss(err, x.size), self.net.dc_loss()
+
+    def _time_loss(self, xhat, x) -> DeviceLoss:
+        """The time MSE of windows (B, N, T), one row per window."""
+        return self._mse.value(xhat.reshape(len(xhat), -1), x.reshape(len(x), -1))
 
     def _validate(self, windows) -> float:
         rng, total = self._eval_rng(), 0.0
         for batch in self._batches(windows):
             x, xhat = self._forward(batch, rng)
-            total += float(self._time_rows(xhat, x)) * x.size
+            total += float(self._time_loss(xhat, x)) * x.size
         return total / windows.size
 
     # ------------------------------------------------------------------ scoring
@@ -400,7 +455,7 @@ def parameter_shapes(n_channels: int, cfg: dict) -> dict:
         dense("embed", 2 * p, cf)
     else:
         shapes.update({"embed.weight": (1, cf // 2, p, 2), "embed.bias": (1, cf // 2, 2)})
-    shapes["mask_generator.weight"] = (n, 2 * p)
+    shapes["mask_generator.weight"] = (n, p if cfg["mask_input"] == "amplitude" else 2 * p)
     inner = cfg["n_heads"] * cfg["head_dim"]
     for i in range(cfg["e_layers"]):
         for norm in ("norm1", "norm2"):

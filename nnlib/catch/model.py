@@ -11,26 +11,47 @@ Shapes, with B windows of T steps and N channels, P/S the patch size/stride, L p
   -> iFFT -> [Re | Im] -> Dense(2T -> T) -> RevIN denorm = xhat (B, N, T).
 Loss = mean (xhat - x)^2 + auxi_lambda mean |Z - FFT(RevIN x)| + dc_lambda L_DC.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
 
 from .. import fft
 from ..layers import ComplexConv1d, Dense
+from ..layers.base import Layer
 from ..loss import DeviceLoss
 from .attention import ChannelDCLoss, MaskedAttention
 from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_rows,
-                  revin_denorm, revin_norm, split_rows, swap_axes12)
+                  patch_amplitude, revin_denorm, revin_norm, split_rows, swap_axes12)
 
 PROJECTIONS = ("linear", "complex")
+MASK_INPUTS = ("spectrum", "amplitude")
+DC_SOURCES = ("attention", "patches")
 
 
-class _Block:
-    """One pre-norm channel-masked transformer layer."""
+class _Composite(Layer):
+    """A layer made of named layers: its parameters and release are theirs."""
 
-    def __init__(self, cf, heads, head_dim, d_ff, fill, tau, reg, seed, rt):
-        inner = heads * head_dim
+    def named(self) -> dict:
+        raise NotImplementedError
+
+    def parameters(self) -> list:
+        return [p for m in self.named().values() for p in m.parameters()]
+
+    def release(self) -> None:
+        super().release()
+        for m in self.named().values():
+            m.release()
+
+
+class _Block(_Composite):
+    """One pre-norm channel-masked transformer layer: ``forward(h, mask)``;
+    ``backward(dh, mask_grad, first, dc_weight)`` also adds the mask's gradient (written,
+    not added, by the ``first`` block backward meets) and the dc loss's gradients."""
+
+    def __init__(self, cf, heads, head_dim, d_ff, fill, tau, reg, seed, runtime, dc=True):
+        super().__init__(runtime)
+        rt, inner = self.runtime, heads * head_dim
         self.norm1, self.norm2 = LayerNorm(cf, rt), LayerNorm(cf, rt)
         self.qkv = Dense(cf, 3 * inner, seed=seed, runtime=rt)
         self.out = Dense(inner, cf, seed=seed + 1, runtime=rt)
@@ -38,80 +59,97 @@ class _Block:
         self.ff2 = Dense(d_ff, cf, seed=seed + 3, runtime=rt)
         self.gelu = GELU(rt)
         self.attention = MaskedAttention(heads, fill, rt)
-        self.dc = ChannelDCLoss(heads, tau, reg, rt)
-        self.rt = rt
+        self.dc = ChannelDCLoss(heads, tau, reg, rt) if dc else None
 
     def named(self):
         return {"norm1": self.norm1, "qkv": self.qkv, "out": self.out, "norm2": self.norm2,
                 "ff1": self.ff1, "ff2": self.ff2}
 
     def forward(self, h, mask):
-        groups, n = mask.shape[0], mask.shape[1]
+        rt, groups, n = self.runtime, mask.shape[0], mask.shape[1]
         qkv = self.qkv.forward(self.norm1.forward(h)).reshape(groups, n, -1)
-        self.dc_rows = self.dc.forward(qkv, mask)
+        if self.dc is not None:
+            self.dc_rows = self.dc.forward(qkv, mask)
         att = self.attention.forward(qkv, mask).reshape(groups * n, -1)
-        h = add(self.rt, h, self.out.forward(att))
+        h = add(rt, h, self.out.forward(att))
         f = self.ff2.forward(self.gelu.forward(self.ff1.forward(self.norm2.forward(h))))
-        return add(self.rt, h, f)
+        self.save_for_backward(mask)
+        return add(rt, h, f)
 
-    def backward(self, dh, dmask, first: bool, dc_weight: float):
-        rt = self.rt
+    def backward(self, grad_out, mask_grad, first: bool, dc_weight: float):
+        (mask,) = self.saved()
+        rt, dh = self.runtime, grad_out
         d = self.ff1.backward(self.gelu.backward(self.ff2.backward(dh)))
         dh = add(rt, dh, self.norm2.backward(d))
-        datt = self.out.backward(dh).reshape(self.attention.probs.shape[0], dmask.shape[1], -1)
-        dqkv = self.attention.backward(datt, dmask, accumulate=not first)
-        self.dc.backward(dc_weight, dqkv, dmask)
+        datt = self.out.backward(dh).reshape(mask.shape[0], mask.shape[1], -1)
+        dqkv = self.attention.backward(datt, mask_grad, accumulate=not first)
+        if self.dc is not None:
+            self.dc.backward(dc_weight, dqkv, mask_grad)
         d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
         return add(rt, dh, self.norm1.backward(d))
 
 
-class _Head:
+class _Head(_Composite):
     """CATCH's Flatten_Head: 3 x { v = relu(Dense v) + v }, then Dense(nf -> T)."""
 
-    def __init__(self, nf, t, seed, rt):
-        self.res = [Dense(nf, nf, "relu", seed=seed + j, runtime=rt) for j in range(3)]
-        self.out = Dense(nf, t, seed=seed + 3, runtime=rt)
-        self.rt = rt
+    def __init__(self, nf, t, seed, runtime):
+        super().__init__(runtime)
+        self.res = [Dense(nf, nf, "relu", seed=seed + j, runtime=self.runtime)
+                    for j in range(3)]
+        self.out = Dense(nf, t, seed=seed + 3, runtime=self.runtime)
 
     def named(self):
         return {**{f"res{j}": r for j, r in enumerate(self.res)}, "out": self.out}
 
     def forward(self, v):
         for r in self.res:
-            v = add(self.rt, r.forward(v), v)
+            v = add(self.runtime, r.forward(v), v)
+        self.save_for_backward()
         return self.out.forward(v)
 
-    def backward(self, d):
-        d = self.out.backward(d)
+    def backward(self, grad_out):
+        self.saved()
+        d = self.out.backward(grad_out)
         for r in reversed(self.res):
-            d = add(self.rt, r.backward(d), d)
+            d = add(self.runtime, r.backward(d), d)
         return d
 
 
-class CATCHNet:
+class CATCHNet(_Composite):
     """The graph of the module docstring with its parameters: ``forward(x, noise)`` keeps
     what ``backward`` needs, and ``backward`` adds the loss gradients to the parameters."""
 
     def __init__(self, n_channels, window, patch_size, patch_stride, cf_dim, e_layers,
                  n_heads, head_dim, d_ff, d_model, projection, mask_fill, gumbel,
-                 temperature, regular_lambda, seed, runtime):
+                 temperature, regular_lambda, seed, runtime, mask_input="spectrum",
+                 dc_source="attention"):
+        super().__init__(runtime)
+        if dc_source not in DC_SOURCES:
+            raise ValueError(f"unknown dc_source {dc_source!r}; choose one of {DC_SOURCES}")
+        if mask_input not in MASK_INPUTS:
+            raise ValueError(f"unknown mask_input {mask_input!r}; choose one of {MASK_INPUTS}")
         if projection not in PROJECTIONS:
             raise ValueError(f"unknown projection {projection!r}; choose one of {PROJECTIONS}")
         if projection == "complex" and cf_dim % 2:
             raise ValueError(f"the complex projection needs an even cf_dim, got {cf_dim}")
-        rt = self.rt = runtime
+        rt = self.runtime
         n, t, p, s = n_channels, window, patch_size, patch_stride
         self.n, self.t, self.p, self.s = n, t, p, s
         self.patches = (t - p) // s + 1
-        self.projection = projection
+        self.projection, self.mask_input, self.dc_source = projection, mask_input, dc_source
+        # the "patches" deviation: one dc loss on the cosines of the input patches
+        self.patch_dc = ChannelDCLoss(1, temperature, regular_lambda, rt) \
+            if dc_source == "patches" else None
         if projection == "linear":
             self.embed = Dense(2 * p, cf_dim, seed=seed, runtime=rt)
         else:
             self.embed = ComplexConv1d(p, s, cf_dim // 2, n, shared=True, layout="tokens",
                                        seed=seed, runtime=rt)
-        self.mask_generator = MaskGenerator(n, 2 * p, gumbel, rt)
+        width = p if mask_input == "amplitude" else 2 * p
+        self.mask_generator = MaskGenerator(n, width, gumbel, rt)
         self.blocks = [_Block(cf_dim, n_heads, head_dim, d_ff, mask_fill, temperature,
-                              regular_lambda, seed + 10 * (i + 1), rt) for i in range(e_layers)]
+                              regular_lambda, seed + 10 * (i + 1), rt, dc_source == "attention")
+                       for i in range(e_layers)]
         width = 2 * d_model
         self.to_model = Dense(cf_dim, width, seed=seed + 100, runtime=rt)
         self.get_r = Dense(width, width, seed=seed + 101, runtime=rt)
@@ -121,7 +159,7 @@ class CATCHNet:
         self.ircom = Dense(2 * t, t, seed=seed + 130, runtime=rt)
         self.ifft = fft.FFT(inverse=True, runtime=rt)
 
-    def modules(self) -> dict:
+    def named(self) -> dict:
         out = {"embed": self.embed, "mask_generator": self.mask_generator}
         for i, block in enumerate(self.blocks):
             out.update({f"layer{i}.{k}": v for k, v in block.named().items()})
@@ -132,19 +170,26 @@ class CATCHNet:
         return out
 
     def named_parameters(self) -> dict:
-        return {f"{name}.{p.name}": p for name, m in self.modules().items()
+        return {f"{name}.{p.name}": p for name, m in self.named().items()
                 for p in m.parameters()}
 
-    def forward(self, x, noise):
-        """x (B, N, T) device array, noise (B L, N, N) -> xhat (B, N, T); keeps the state."""
-        rt = self.rt
+    def forward(self, x, noise=None):
+        """x (B, N, T) device array, logistic noise (B L, N, N) for the mask sampler (None:
+        the mask thresholded at 0.5) -> xhat (B, N, T); keeps the state."""
+        rt = self.runtime
         b, n, t = x.shape
-        xn, self._mean, self._std = revin_norm(rt, x)
+        xn, mean, std = revin_norm(rt, x)
         spec = fft.fft(fft.to_complex(xn, rt), runtime=rt)
-        self.spec = spec
         z = freq_patches(rt, spec, self.p, self.s)  # (B, L, N, 2P)
         groups = b * self.patches
-        self.mask = self.mask_generator.forward(z.reshape(groups, n, 2 * self.p), noise)
+        mg_in = z.reshape(groups, n, 2 * self.p)
+        if self.mask_input == "amplitude":
+            mg_in = patch_amplitude(rt, mg_in)
+        self.mask = self.mask_generator.forward(mg_in, noise)
+        if self.patch_dc is not None:  # q = k = the patch: cosines of the channels' inputs
+            rows = z.reshape(groups * n, 2 * self.p)
+            qkv = join_rows(rt, join_rows(rt, rows, rows), rt.zeros(rows.shape))
+            self.patch_dc_rows = self.patch_dc.forward(qkv.reshape(groups, n, -1), self.mask)
         if self.projection == "linear":
             h = self.embed.forward(z.reshape(groups * n, 2 * self.p))
         else:
@@ -157,21 +202,23 @@ class CATCHNet:
         for get, head in ((self.get_r, self.head_real), (self.get_i, self.head_imag)):
             v = get.forward(hm).reshape(b, self.patches, n, -1)
             parts.append(head.forward(swap_axes12(rt, v).reshape(b * n, -1)))
-        self.zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z]
-        rec = self.ifft.forward(fft.from_re_im(self.zcat, rt))
+        self.zcat = zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z], kept to show
+        rec = self.ifft.forward(fft.from_re_im(zcat, rt))
         y = self.ircom.forward(fft.re_im(rec, rt))
-        return revin_denorm(rt, y, self._mean, self._std).reshape(b, n, t)
+        self.save_for_backward(mean, std, spec, zcat)
+        return revin_denorm(rt, y, mean, std).reshape(b, n, t)
 
-    def backward(self, dxhat, auxi_weight: float, dc_weight: float):
+    def backward(self, grad_out, auxi_weight: float, dc_weight: float):
         """From dL/dxhat; adds auxi_weight * d sum|Z - FFT(xn)| and dc_weight * d (sum of
         the layers' dc rows). Returns the frequency errors (B N, T) for the loss value."""
-        rt = self.rt
-        b, n, t = dxhat.shape
-        dy = revin_denorm(rt, dxhat.reshape(b * n, t), self._mean, self._std, shift=False)
+        mean, std, spec, zcat = self.saved()
+        rt = self.runtime
+        b, n, t = grad_out.shape
+        dy = revin_denorm(rt, grad_out.reshape(b * n, t), mean, std, shift=False)
         drec = fft.from_re_im(self.ircom.backward(dy), rt)
         dz = fft.re_im(self.ifft.backward(drec), rt)
-        target = fft.re_im(self.spec, rt).reshape(b * n, 2 * t)
-        err = freq_mae(rt, self.zcat, target, dz, auxi_weight)
+        target = fft.re_im(spec, rt).reshape(b * n, 2 * t)
+        err = freq_mae(rt, zcat, target, dz, auxi_weight)
         dre, dim = split_rows(rt, dz, t)
         dhm = None
         for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
@@ -187,13 +234,18 @@ class CATCHNet:
         else:
             dc = swap_axes12(rt, dh.reshape(b, self.patches, n, -1))
             self.embed.backward(fft.from_re_im(dc, rt))
+        if self.patch_dc is not None:  # one loss instead of one per layer
+            qkv = self.patch_dc.saved()[0]
+            self.patch_dc.backward(dc_weight * len(self.blocks), rt.empty(qkv.shape), dmask)
         self.mask_generator.backward(dmask)
+        self.mask_grad = dmask
         return err
 
     def dc_loss(self) -> DeviceLoss:
         """The mean over layers of each layer's clustering + regular loss (last forward)."""
-        rows = [block.dc_rows for block in self.blocks]
+        rows = [self.patch_dc_rows] if self.patch_dc is not None else \
+            [block.dc_rows for block in self.blocks]
         total = rows[0]
         for r in rows[1:]:
-            total = add(self.rt, total, r)
+            total = add(self.runtime, total, r)
         return DeviceLoss(total, rows[0].shape[0] * len(rows))

@@ -3,7 +3,7 @@ generator, RevIN, frequency patches, axis swaps, row joins, the frequency loss a
 per-step scores. Arrays are numpy or pyopencl arrays of any layout (each goes through
 ``Runtime.to_device``); series are (batch, channels, time).
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ class LayerNorm(Layer):
         self.width = positive_int("LayerNorm", "width", width)
         self.gamma = Parameter(np.ones(width), "gamma", runtime=self.runtime)
         self.beta = Parameter(np.zeros(width), "beta", runtime=self.runtime)
-        self._saved = None
 
     def config(self) -> dict:
         return {"width": self.width}
@@ -42,26 +41,21 @@ class LayerNorm(Layer):
                              f"{x.shape}")
         rows = x.size // c
         y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty((rows,))
-        layer_norm_forward = rt.launcher("catch", "layer_norm_forward")
-        layer_norm_forward((rows,), None, x.data, self.gamma.value.data,
-                           self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
-        self._saved = (xhat, rstd)
+        rt.launcher("catch", "layer_norm_forward")((rows,), None, x.data, self.gamma.value.data,
+                  self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
+        self.save_for_backward(xhat, rstd)
         return y
 
     def backward(self, grad_out):
         rt, c = self.runtime, self.width
-        if self._saved is None:
-            raise RuntimeError("LayerNorm.backward called before forward")
-        xhat, rstd = self._saved
+        xhat, rstd = self.saved()
         grad_out = rt.to_device(grad_out, "LayerNorm grad_out", shape=xhat.shape)
         rows = xhat.size // c
         dx = rt.empty(xhat.shape)
-        layer_norm_backward_input = rt.launcher("catch", "layer_norm_backward_input")
-        layer_norm_backward_input((rows,), None, grad_out.data, self.gamma.value.data,
-                                  xhat.data, rstd.data, dx.data, i32(rows), i32(c))
-        layer_norm_backward_params = rt.launcher("catch", "layer_norm_backward_params")
-        layer_norm_backward_params((c,), None, grad_out.data, xhat.data,
-                                   self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
+        rt.launcher("catch", "layer_norm_backward_input")((rows,), None, grad_out.data,
+                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c))
+        rt.launcher("catch", "layer_norm_backward_params")((c,), None, grad_out.data, xhat.data,
+                  self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
         return dx
 
 
@@ -71,25 +65,20 @@ class GELU(Layer):
     def config(self) -> dict:
         return {}
 
-    _x = None
-
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
         y = self.runtime.empty(x.shape)
-        gelu_forward = self.runtime.launcher("catch", "gelu_forward")
-        gelu_forward((x.size,), None, x.data, y.data,
-                     i32(x.size))
-        self._x = x
+        self.runtime.launcher("catch", "gelu_forward")((x.size,), None, x.data, y.data,
+                            i32(x.size))
+        self.save_for_backward(x)
         return y
 
     def backward(self, grad_out):
-        if self._x is None:
-            raise RuntimeError("GELU.backward called before forward")
-        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=self._x.shape)
+        (x,) = self.saved()
+        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=x.shape)
         dx = self.runtime.empty(grad_out.shape)
-        gelu_backward = self.runtime.launcher("catch", "gelu_backward")
-        gelu_backward((dx.size,), None, self._x.data,
-                      grad_out.data, dx.data, i32(dx.size))
+        self.runtime.launcher("catch", "gelu_backward")((dx.size,), None, x.data,
+                            grad_out.data, dx.data, i32(dx.size))
         return dx
 
 
@@ -109,7 +98,6 @@ class MaskGenerator(Layer):
         self.gumbel = gumbel
         self.weight = Parameter(np.zeros((n, width)), "weight", block_size=width,
                                 runtime=self.runtime)
-        self._saved = None
 
     def config(self) -> dict:
         return {"n": self.n, "width": self.width, "gumbel": self.gumbel}
@@ -117,33 +105,32 @@ class MaskGenerator(Layer):
     def parameters(self) -> list:
         return [self.weight]
 
-    def forward(self, z, noise):
-        """z (groups, n, width) patches, noise (groups, n, n) -> mask (groups, n, n)."""
+    def forward(self, z, noise=None):
+        """z (groups, n, width) patches, logistic noise (groups, n, n) -> mask (groups, n,
+        n); without noise the mask is prob thresholded at 0.5."""
         rt, n = self.runtime, self.n
         z = rt.to_device(z, "MaskGenerator patches", shape=(None, n, self.width))
         groups = z.shape[0]
         if groups == 0:
             raise ValueError("MaskGenerator patches: batch is empty")
-        noise = rt.to_device(noise, "MaskGenerator noise", shape=(groups, n, n))
+        noise = rt.zeros((groups, n, n)) if noise is None else rt.to_device(
+            noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
-        mask_sample = rt.launcher("catch", "mask_sample")
-        mask_sample((n, n, groups), None, z.data, self.weight.value.data,
-                    noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
-                    i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
-        self.prob, self._saved = prob, (z, slope)
+        rt.launcher("catch", "mask_sample")((n, n, groups), None, z.data, self.weight.value.data,
+                  noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
+                  i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
+        self.prob = prob
+        self.save_for_backward(z, slope)
         return mask
 
     def backward(self, grad_out):
         """Adds dL/dW (straight-through) to weight.grad; the patches need no gradient."""
         rt = self.runtime
-        if self._saved is None:
-            raise RuntimeError("MaskGenerator.backward called before forward")
-        z, slope = self._saved
+        z, slope = self.saved()
         grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
-        mask_weight_grad = rt.launcher("catch", "mask_weight_grad")
-        mask_weight_grad((self.width, self.n), None, z.data, slope.data,
-                         grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
-                         i32(self.width))
+        rt.launcher("catch", "mask_weight_grad")((self.width, self.n), None, z.data, slope.data,
+                  grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
+                  i32(self.width))
 
 
 def revin_norm(rt, x):
@@ -151,9 +138,8 @@ def revin_norm(rt, x):
     x = rt.to_device(x, "revin_norm input", shape=(None, None, None))
     b, c, t = x.shape
     out, mean, std = rt.empty(x.shape), rt.empty((b, c)), rt.empty((b, c))
-    revin_norm = rt.launcher("catch", "revin_norm")
-    revin_norm((b * c,), None, x.data, out.data, mean.data, std.data,
-               i32(b * c), i32(t))
+    rt.launcher("catch", "revin_norm")((b * c,), None, x.data, out.data, mean.data, std.data,
+              i32(b * c), i32(t))
     return out, mean, std
 
 
@@ -166,9 +152,8 @@ def revin_denorm(rt, y, mean, std, shift: bool = True):
         raise ValueError(f"revin_denorm: {y.shape} does not split into {mean.size} rows")
     rows, t = mean.size, y.size // mean.size
     out = rt.empty(y.shape)
-    revin_denorm = rt.launcher("catch", "revin_denorm")
-    revin_denorm((t, rows), None, y.data, mean.data, std.data, out.data,
-                 i32(rows), i32(t), i32(shift))
+    rt.launcher("catch", "revin_denorm")((t, rows), None, y.data, mean.data, std.data, out.data,
+              i32(rows), i32(t), i32(shift))
     return out
 
 
@@ -181,9 +166,21 @@ def freq_patches(rt, spec, p: int, s: int):
         raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
-    freq_patches = rt.launcher("catch", "freq_patches")
-    freq_patches((2 * p, c, b * patches), None, spec.data, out.data,
-                 i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
+    rt.launcher("catch", "freq_patches")((2 * p, c, b * patches), None, spec.data, out.data,
+              i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
+    return out
+
+
+def patch_amplitude(rt, z):
+    """[Re | Im] patch rows (..., 2p) -> amplitudes (..., p) (the mask generator's phase-free
+    input under the ``mask_input="amplitude"`` deviation)."""
+    z = rt.to_device(z, "patch_amplitude input")
+    if z.ndim < 1 or z.shape[-1] % 2 or z.size == 0:
+        raise ValueError(f"patch_amplitude: expected a non-empty shape (..., 2p), got {z.shape}")
+    p = z.shape[-1] // 2
+    rows = z.size // (2 * p)
+    out = rt.empty(z.shape[:-1] + (p,))
+    rt.launcher("catch", "patch_amplitude")((p, rows), None, z.data, out.data, i32(rows), i32(p))
     return out
 
 
@@ -192,9 +189,8 @@ def swap_axes12(rt, x):
     x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
-    swap_axes12 = rt.launcher("catch", "swap_axes12")
-    swap_axes12((n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
-                i32(n1), i32(n2), i32(n3))
+    rt.launcher("catch", "swap_axes12")((n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
+              i32(n1), i32(n2), i32(n3))
     return out
 
 
@@ -204,8 +200,7 @@ def join_rows(rt, a, b):
     b = rt.to_device(b, "join_rows b", shape=(a.shape[0], None))
     rows, na, nb = a.shape[0], a.shape[1], b.shape[1]
     out = rt.empty((rows, na + nb))
-    join_rows = rt.launcher("catch", "join_rows")
-    join_rows((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
+    rt.launcher("catch", "join_rows")((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
               i32(na), i32(nb), i32(0))
     return out
 
@@ -217,8 +212,7 @@ def split_rows(rt, x, na: int):
     if not 0 <= na <= width:
         raise ValueError(f"split_rows: na must lie in [0, {width}], got {na}")
     a, b = rt.empty((rows, na)), rt.empty((rows, width - na))
-    join_rows = rt.launcher("catch", "join_rows")
-    join_rows((width, rows), None, a.data, b.data, x.data, i32(rows),
+    rt.launcher("catch", "join_rows")((width, rows), None, a.data, b.data, x.data, i32(rows),
               i32(na), i32(width - na), i32(1))
     return a, b
 
@@ -235,9 +229,8 @@ def freq_mae(rt, z, y, grad, weight: float):
                          f"{getattr(grad, 'shape', grad)}")
     rows, t = z.shape[0], z.shape[1] // 2
     err = rt.empty((rows, t))
-    freq_mae = rt.launcher("catch", "freq_mae")
-    freq_mae((t, rows), None, z.data, y.data, err.data, grad.data,
-             i32(rows), i32(t), f32(weight))
+    rt.launcher("catch", "freq_mae")((t, rows), None, z.data, y.data, err.data, grad.data,
+              i32(rows), i32(t), f32(weight))
     return err
 
 
@@ -246,9 +239,8 @@ def add(rt, a, b):
     a = rt.to_device(a, "add a")
     b = rt.to_device(b, "add b", shape=a.shape)
     out = rt.empty(a.shape)
-    vector_add = rt.launcher("vector", "vector_add")
-    vector_add((a.size,), None, a.data, b.data, out.data,
-               i32(a.size))
+    rt.launcher("vector", "vector_add")((a.size,), None, a.data, b.data, out.data,
+              i32(a.size))
     return out
 
 
@@ -262,12 +254,10 @@ def step_scores(rt, x, xhat, p: int, lam: float):
         raise ValueError(f"step_scores: need 1 <= p <= {t}, got {p}")
     count = t - p + 1
     windows = rt.empty((b, c, count, p), np.complex64)
-    residual_windows = rt.launcher("catch", "residual_windows")
-    residual_windows((p, count, b * c), None, x.data, xhat.data,
-                     windows.data, i32(b * c), i32(t), i32(p))
+    rt.launcher("catch", "residual_windows")((p, count, b * c), None, x.data, xhat.data,
+              windows.data, i32(b * c), i32(t), i32(p))
     spec = fft.fft(windows, runtime=rt)
     out = rt.empty((b, t))
-    step_scores = rt.launcher("catch", "step_scores")
-    step_scores((t, b), None, x.data, xhat.data, spec.data, out.data,
-                i32(b), i32(c), i32(t), i32(p), f32(lam))
+    rt.launcher("catch", "step_scores")((t, b), None, x.data, xhat.data, spec.data, out.data,
+              i32(b), i32(c), i32(t), i32(p), f32(lam))
     return out

@@ -3,7 +3,15 @@
 Taught in notebooks/02_train_fractal_classifier.
 """
 
-from .anomalies import ANOMALY_KINDS, anomaly_dataset, eurusd_anomaly_split, eurusd_channels, inject  # noqa: F401,E501
+from .anomalies import (  # noqa: F401
+    ANOMALY_KINDS,
+    SPECTRAL_KINDS,
+    anomaly_dataset,
+    eurusd_anomaly_split,
+    eurusd_channels,
+    inject,
+    planted_groups,
+)
 from .eurusd import (
     CLASS_NAMES,
     FEATURES,

@@ -3,16 +3,19 @@ periodic series (the synthetic sets of the CATCH paper have 5 channels), and EUR
 as a multichannel series with anomalies injected at known places.
 
     data = anomaly_dataset("shapelet", seed=0)   # dict: train, test, labels, kind
+    data = planted_groups(seed=0)                 # plus groups: each channel's group
     series, names = eurusd_channels(load_eurusd())
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-ANOMALY_KINDS = ("point_global", "point_contextual", "shapelet", "seasonal", "trend")
+ANOMALY_KINDS = ("point_global", "point_contextual", "shapelet", "seasonal", "trend", "mixture")
+# Kinds that live in the frequency content or in the relations between channels.
+SPECTRAL_KINDS = ("frequency_shift", "phase_shift")
 EURUSD_CHANNELS = ("log return", "log range", "body", "upper wick", "log volume")
 
 
@@ -51,13 +54,19 @@ def inject(series, kind: str, rng, ratio: float = 0.05, waves=None, start: int =
     """A copy of ``series`` (time, channels) with anomalies of ``kind`` over about ``ratio``
     of the steps, each in a random non-empty subset of channels, and the 0/1 labels.
 
-    point_global: spikes beyond the channel's range; point_contextual: a jump of 3 local
-    standard deviations that stays inside the global range; shapelet: the segment replaced
-    by a square wave of the same period; seasonal: the main wave at twice its frequency;
-    trend: a ramp added over the segment. ``waves`` (from the generator) gives the periodic
-    model; without it (real data) shapelet and seasonal use the segment's own statistics."""
-    if kind not in ANOMALY_KINDS:
-        raise ValueError(f"unknown anomaly kind {kind!r}; choose one of {ANOMALY_KINDS}")
+    The six TODS types: point_global: spikes beyond the channel's range; point_contextual:
+    a jump of 3 local standard deviations that stays inside the global range; shapelet:
+    the segment replaced by a square wave of the same period; seasonal: the main wave at
+    twice its frequency; trend: a ramp added over the segment; mixture: the main wave
+    replaced by a mixture of two waves of other periods (another process, same amplitude).
+    Spectral kinds: frequency_shift: the main wave 30 % slower, continuous at the segment's
+    start; phase_shift: the main wave a quarter period late (each channel alone looks
+    normal; its timing against the other channels breaks).
+    ``waves`` (from the generator) gives the periodic model; without it (real data) the
+    wave kinds use the segment's own statistics."""
+    if kind not in ANOMALY_KINDS + SPECTRAL_KINDS:
+        raise ValueError(f"unknown anomaly kind {kind!r}; choose one of "
+                         f"{ANOMALY_KINDS + SPECTRAL_KINDS}")
     x = np.array(series, dtype=np.float64)
     length, n_channels = x.shape
     point = kind.startswith("point")
@@ -84,23 +93,37 @@ def inject(series, kind: str, rng, ratio: float = 0.05, waves=None, start: int =
                     amp, period, phase = waves[c]
                 else:
                     amp, period, phase = np.sqrt(2) * x[s:e, c].std(), (e - s) / 2.0, 0.0
-                main = amp * np.sin(2 * np.pi * t / period + phase)
-                if kind == "shapelet":
-                    new = amp * np.sign(np.sin(2 * np.pi * t / period + phase))
-                else:
-                    new = amp * np.sin(4 * np.pi * t / period + phase)
-                x[s:e, c] += new - main
+                x[s:e, c] += _wave_anomaly(kind, rng, t, amp, period, phase)
     return x, labels
+
+
+def _wave_anomaly(kind, rng, t, amp, period, phase):
+    """What a wave kind adds to the main wave amp sin(2 pi t / period + phase) over t."""
+    angle = 2 * np.pi * t / period + phase
+    if kind == "shapelet":
+        new = amp * np.sign(np.sin(angle))
+    elif kind == "seasonal":
+        new = amp * np.sin(2 * angle - phase)
+    elif kind == "mixture":
+        p1, p2 = rng.uniform(4, 10), rng.uniform(80, 160)
+        new = amp * (0.7 * np.sin(2 * np.pi * t / p1 + rng.uniform(0, 2 * np.pi))
+                     + 0.7 * np.sin(2 * np.pi * t / p2 + rng.uniform(0, 2 * np.pi)))
+    elif kind == "frequency_shift":
+        new = amp * np.sin(angle[0] + 2 * np.pi * (t - t[0]) / (1.3 * period))
+    else:  # phase_shift
+        new = amp * np.sin(angle - np.pi / 2)
+    return new - amp * np.sin(angle)
 
 
 def anomaly_dataset(kind: str, train_length: int = 4000, test_length: int = 2000,
                     n_channels: int = 5, ratio: float = 0.05, seed: int = 0) -> dict:
     """A clean training series and a labelled test series that continues it, with
-    anomalies of ``kind`` (one of ANOMALY_KINDS, or "mixed" for all five in turn)."""
+    anomalies of ``kind`` (one of ANOMALY_KINDS or SPECTRAL_KINDS, or "mixed" for the six
+    TODS types in turn)."""
     kinds = ANOMALY_KINDS if kind == "mixed" else (kind,)
-    if kind != "mixed" and kind not in ANOMALY_KINDS:
+    if kind != "mixed" and kind not in ANOMALY_KINDS + SPECTRAL_KINDS:
         raise ValueError(f"unknown anomaly kind {kind!r}; choose one of "
-                         f"{ANOMALY_KINDS + ('mixed',)}")
+                         f"{ANOMALY_KINDS + SPECTRAL_KINDS + ('mixed',)}")
     for label, n in (("train_length", train_length), ("test_length", test_length),
                      ("n_channels", n_channels)):
         if not isinstance(n, (int, np.integer)) or n < 1:
@@ -115,6 +138,44 @@ def anomaly_dataset(kind: str, train_length: int = 4000, test_length: int = 2000
         part, lab = inject(test[a:b], k, rng, ratio, waves, start=train_length + a)
         test[a:b], labels[a:b] = part, lab
     return {"train": series[:train_length], "test": test, "labels": labels, "kind": kind}
+
+
+def _source(rng, length: int, period: float):
+    """A quasi-periodic wave of about ``period`` steps whose phase wanders (a random walk)."""
+    phase = rng.uniform(0, 2 * np.pi) + np.cumsum(rng.normal(0, 0.05, length))
+    return np.sin(2 * np.pi * np.arange(length) / period + phase)
+
+
+def planted_groups(train_length: int = 3000, test_length: int = 1500, group_sizes=(3, 3),
+                   ratio: float = 0.05, seed: int = 0) -> dict:
+    """Channels in planted groups, each group driven by its own source: group g's source
+    is a quasi-periodic wave of period 24 / (1 + 1.5 g) (24, 9.6, 6, ... steps, so the
+    groups live in different frequency bands), and channel c of group g is
+    gain_c * source_g + 0.1 noise. Anomalies break one group: over a segment, one channel
+    of a group follows another group's source instead (same gain, so its range and its
+    own variance barely change). Returns train, test, labels and groups (each channel's
+    group id)."""
+    sizes = tuple(int(k) for k in group_sizes)
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"group_sizes: at least two groups of at least one channel, got "
+                         f"{group_sizes!r}")
+    if test_length < 200:
+        raise ValueError(f"test_length must be at least 200 to hold anomalies, got {test_length}")
+    rng = np.random.default_rng(seed)
+    length = train_length + test_length
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    sources = np.stack([_source(rng, length, 24 / (1 + 1.5 * g)) for g in range(len(sizes))], 1)
+    gains = rng.uniform(0.7, 1.3, len(groups))
+    series = gains * sources[:, groups] + 0.1 * rng.standard_normal((length, len(groups)))
+    test, labels = series[train_length:].copy(), np.zeros(test_length, np.int64)
+    for s, e in _segments(rng, test_length, ratio, (20, 40)):
+        c = int(rng.integers(len(groups)))
+        other = rng.choice(np.flatnonzero(np.arange(len(sizes)) != groups[c]))
+        a, b = train_length + s, train_length + e
+        test[s:e, c] += gains[c] * (sources[a:b, other] - sources[a:b, groups[c]])
+        labels[s:e] = 1
+    return {"train": series[:train_length], "test": test, "labels": labels, "groups": groups,
+            "kind": "planted_groups"}
 
 
 def eurusd_channels(bars: dict):

@@ -27,13 +27,16 @@ def check_seed(owner: str, seed) -> int:
 
 
 class Layer:
-    """``forward(x)`` returns a device array and keeps what ``backward`` needs;
-    ``backward(grad_out)`` returns the input gradient and *accumulates* parameter grads.
-    ``config()`` returns the constructor's keyword arguments (JSON values) so that
-    ``Sequential.load`` can rebuild the layer by class name.
+    """``forward(x)`` returns a device array and keeps what ``backward`` needs (through
+    ``save_for_backward``); ``backward(grad_out)`` returns the input gradient and
+    *accumulates* parameter grads. Inputs other than ``x`` that a layer needs (a mask, the
+    sampler's noise) are further arguments of ``forward`` and get no returned gradient.
+    ``release()`` drops the kept arrays; ``config()`` returns the constructor's keyword
+    arguments (JSON values) so that ``Sequential.load`` can rebuild the layer by class name.
     """
 
     registry: dict = {}
+    _saved = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -51,11 +54,21 @@ class Layer:
     def parameters(self) -> list:
         return []
 
+    def save_for_backward(self, *arrays) -> None:
+        self._saved = arrays
+
+    def saved(self) -> tuple:
+        """What the last forward kept, or the clear error of a backward before forward."""
+        if self._saved is None:
+            raise RuntimeError(f"{type(self).__name__}.backward called before forward")
+        return self._saved
+
     def release(self) -> None:
         """Drop the arrays kept from the last forward pass for ``backward``."""
+        self._saved = None
 
     def config(self) -> dict:
         raise NotImplementedError
 
-    def __call__(self, x):
-        return self.forward(x)
+    def __call__(self, x, *args, **kwargs):
+        return self.forward(x, *args, **kwargs)

@@ -1,14 +1,14 @@
 """The CATCH kernels of kernels/catch.cl in numpy (series laid out (batch, channels, time)),
 plus the whole forward pass of the detector for the tests.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from math import erf
 
 import numpy as np
 
-__all__ = ["revin_norm", "freq_patches", "mask_sample", "mask_weight_grad",
+__all__ = ["revin_norm", "freq_patches", "patch_amplitude", "mask_sample", "mask_weight_grad",
            "layer_norm_forward", "layer_norm_backward", "gelu", "gelu_grad", "freq_mae",
            "step_scores", "catch_forward"]
 
@@ -29,6 +29,12 @@ def freq_patches(spec, p: int, s: int):
     idx = starts[:, None] + np.arange(p)
     patch = spec[..., idx]  # (b, c, l, p)
     return np.concatenate([patch.real, patch.imag], -1).transpose(0, 2, 1, 3)
+
+
+def patch_amplitude(z):
+    """[Re | Im] patch rows (..., 2p) -> the amplitudes (..., p)."""
+    p = z.shape[-1] // 2
+    return np.hypot(z[..., :p], z[..., p:])
 
 
 def mask_sample(z, w, noise, sharpen: float = 2.0):
@@ -109,7 +115,8 @@ def catch_forward(x, params, cfg, noise):
     z = freq_patches(spec, p, s)  # (b, l, n, 2p)
     patches = z.shape[1]
     groups = z.reshape(b * patches, n, 2 * p)
-    mask, _, _ = mask_sample(groups, params["mask_generator.weight"], noise,
+    mg_in = patch_amplitude(groups) if cfg.get("mask_input") == "amplitude" else groups
+    mask, _, _ = mask_sample(mg_in, params["mask_generator.weight"], noise,
                              2.0 if cfg["gumbel"] == "code" else 1.0)
     if cfg["projection"] == "linear":
         h = lin("embed", groups)
