@@ -3,5 +3,6 @@ workbook's kernels. ``CATCH`` is the detector; ``metrics`` and ``baselines`` eva
 
 from .detector import CATCH, DEFAULTS, check_series
 from .model import CATCHNet
+from .model import _Block as TransformerBlock
 
-__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "check_series"]
+__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "TransformerBlock", "check_series"]
