@@ -99,8 +99,8 @@ kernel void gumbel_softmax_forward(global const float *logits, global const floa
     global const float *z = logits + (size_t)r * cols, *g = noise + (size_t)r * cols;
     global float *y = soft + (size_t)r * cols, *h = hard + (size_t)r * cols;
     // BEGIN SOLUTION
-    // HINT: y[c] = (z[c] + g[c]) / tau; remember the largest (top) and where it is (best)
-    // HINT: y[c] = exp(y[c] - top), summed; then y[c] /= sum, and h[c] = 1 at best, else 0
+    // HINT: first pass: (logit + noise) / tau into y, keeping the largest (top) and its index
+    // HINT: then exp(y - top) into y and their sum; last, y / sum, and h = 1 at that index, else 0
     float top = -INFINITY;
     int best = 0;
     for (int c = 0; c < cols; ++c) {

@@ -18,7 +18,7 @@ from .tools import load_tool
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_CHECKS = ["check_vector_add", "check_dense_forward", "check_activation_grad",
                  "check_output_gradient", "check_sgd_update", "check_cmulconj",
-                 "check_fft_radix2_stage", "check_masked_softmax"]
+                 "check_fft_radix2_stage", "check_gumbel_softmax", "check_masked_softmax"]
 
 
 make_exercises = load_tool("make_exercises")
@@ -125,6 +125,7 @@ def test_solution_kernels_pass(name):
 def test_solution_function_passes():
     fn = _solution_function("02_train_fractal_classifier.py", "balanced_accuracy")
     assert exercises.check_balanced_accuracy(fn)
+    assert exercises.check_auc_roc(_solution_function("06_attention_primer.py", "auc_roc"))
 
 
 WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must say
@@ -159,6 +160,14 @@ WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must s
      "FAILED  2 groups, n = 6, 1 heads of 4, finite mask, large logits"),
     ("check_masked_softmax", "attention", "m[j] != 0.0f ? m[j] * exp(a[j] - top) : 0.0f",
      "exp(a[j] - top)", "the hard mask multiplies exp by m[j]"),
+    ("check_gumbel_softmax", "activation", "h[c] = c == best ? 1.0f : 0.0f;", "h[c] = y[c];",
+     "hard is the one-hot of soft's largest entry"),
+    ("check_gumbel_softmax", "activation", "y[c] = (z[c] + g[c]) / tau;", "y[c] = z[c] / tau;",
+     "add the Gumbel noise"),
+    ("check_gumbel_softmax", "activation", "y[c] = (z[c] + g[c]) / tau;", "y[c] = z[c] + g[c];",
+     "divide logits + noise by the temperature tau"),
+    ("check_gumbel_softmax", "activation", "y[c] = exp(y[c] - top);", "y[c] = exp(y[c]);",
+     "FAILED  3 rows of 6, tau = 1.0, large logits"),
 ]
 
 
@@ -195,4 +204,26 @@ def test_missing_file_is_named(tmp_path):
 ])
 def test_wrong_function_is_caught(fn, message):
     verdict = exercises.check_balanced_accuracy(fn)
+    assert not verdict and message in verdict.report, verdict.report
+
+
+def _higher(labels, scores):
+    return scores[labels == 1][:, None] > scores[labels == 0][None, :]
+
+
+def _tied(labels, scores):
+    return scores[labels == 1][:, None] == scores[labels == 0][None, :]
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda labels: 0.5, "must take (labels, scores)"),
+    (lambda labels, scores: float(_higher(labels, scores).mean()), "counts one half, not 0"),
+    (lambda labels, scores: float((_higher(labels, scores) | _tied(labels, scores)).mean()),
+     "a tie counts one half, not 1"),
+    (lambda labels, scores: float((~_higher(labels, scores) & ~_tied(labels, scores)).mean()
+                                  + _tied(labels, scores).mean() / 2),
+     "you counted the pairs where it scores lower"),
+])
+def test_wrong_auc_roc_is_caught(fn, message):
+    verdict = exercises.check_auc_roc(fn)
     assert not verdict and message in verdict.report, verdict.report
