@@ -2,6 +2,7 @@
 kernels against numpy on awkward sizes, the gradients against finite differences."""
 
 import numpy as np
+import pyopencl.array as cla
 import pytest
 
 from nnlib import reference as ref
@@ -78,3 +79,12 @@ def test_bad_input_gets_clear_errors(rt):
         softmax(np.zeros((2, 0)), rt)
     with pytest.raises(ValueError, match="NaN or infinity"):
         softmax(np.array([1.0, np.nan]), rt)
+
+
+def test_strided_and_offset_device_input(rt, rng):
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    both = cla.to_device(rt.queue, np.concatenate([x, x]))
+    for inp, host in ((cla.to_device(rt.queue, x).T, x.T), (both[::2], x[[0, 2, 0, 2]]),
+                      (both[4:], x)):
+        np.testing.assert_allclose(softmax(inp, rt).get(), ref.softmax(host.astype(float)),
+                                   rtol=1e-5)
