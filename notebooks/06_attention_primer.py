@@ -552,8 +552,9 @@ for name, pair, expected in [("(log p, log(1 - p))", (np.log(prob), np.log(1 - p
 #   and more telling number.
 # * **Best F1**: the F1 at the best threshold, chosen *knowing the labels*: an optimistic
 #   ceiling.
-# * **F1 at top-k %**: flag the k % highest scores (CATCH's `anomaly_ratio`), the threshold a
-#   user could actually set without labels.
+# * **F1 at top-k %**: flag the k % highest scores (`anomaly_ratio=k` in
+#   `metrics.evaluate`), a threshold a user can set without labels, as CATCH's own
+#   `anomaly_ratio` does.
 #
 # A small picture: a five-channel synthetic series with all five anomaly kinds of
 # `nnlib.data`, scored by a PCA baseline (the reconstruction error of each step's recent
