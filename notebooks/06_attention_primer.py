@@ -373,8 +373,8 @@ print(inspect.getsource(ref.transformer_block))
 
 # %%
 width, heads = 8, 2
-block = TransformerBlock(width, heads, head_dim=4, d_ff=16, fill="finite", tau=0.07, reg=0.5,
-                         seed=0, rt=rt)
+# width, heads, head width, feed-forward width, mask fill, tau, reg, seed, runtime
+block = TransformerBlock(width, heads, 4, 16, "finite", 0.07, 0.5, 0, rt)
 params = {f"{name}.{p.name}": p.numpy().astype(np.float64)
           for name, layer in block.named().items() for p in layer.parameters()}
 h = rng.standard_normal((3 * 5, width))  # 3 groups of 5 channel tokens
