@@ -556,18 +556,18 @@ for name, pair, expected in [("(log p, log(1 - p))", (np.log(prob), np.log(1 - p
 #   `metrics.evaluate`), a threshold a user can set without labels, as CATCH's own
 #   `anomaly_ratio` does.
 #
-# A small picture: a five-channel synthetic series with all five anomaly kinds of
-# `nnlib.data`, scored by a PCA baseline (the reconstruction error of each step's recent
+# A small picture: a five-channel synthetic series with every anomaly kind of `nnlib.data`
+# in turn, scored by a PCA baseline (the reconstruction error of each step's recent
 # history):
 
 # %%
 data = anomaly_dataset("mixed", train_length=2000, test_length=1000, seed=0)
 labels = data["labels"]
 scores = PCADetector().fit(data["train"]).score(data["test"])
-print(f"{labels.size} steps, {labels.sum()} anomalous")
 print(inspect.getsource(metrics.best_f1))
 
 # %% tags=["nbval-ignore-output"]
+print(f"{labels.size} steps, {labels.sum()} anomalous")
 result = metrics.evaluate(labels, scores, anomaly_ratio=5)
 print({k: round(v, 3) for k, v in result.items()})
 top = np.percentile(scores, 95)
