@@ -22,12 +22,10 @@ workbook: setup doctor
 
 ## make test: set up with the test extras, then unit tests and nbval on the default device,
 ## both again under the GPU profile (NNLIB_PROFILE=gpu: a GPU's limits, so its code paths run),
-## all against the same stored outputs
-test: setup-test doctor unit notebooks gpu-profile
+## then nbval on every other device that compiles; all against the same stored outputs
+test: setup-test doctor unit notebooks gpu-profile other-devices
 
-## make other-devices: nbval on every other device that compiles (e.g. a second PoCL build);
-## not in `make test` yet: on PyPI's PoCL 3.0 it takes over 15 minutes and notebook 04 failed
-## there once (undiagnosed)
+## make other-devices: nbval on every other device that compiles (e.g. a second PoCL build)
 
 ## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml)
 lab: setup doctor trust

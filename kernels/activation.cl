@@ -1,12 +1,6 @@
 // Activation functions shared by the layer kernels (joined with `// requires: activation.cl`).
-// Codes match nnlib/activations.py.
-#define ACT_NONE 0
-#define ACT_TANH 1
-#define ACT_SIGMOID 2
-#define ACT_RELU 3
-#define ACT_LEAKY_RELU 4
-#define ACT_SOFTMAX 5
-#define LEAKY_SLOPE 0.01f
+// The codes ACT_NONE, ACT_TANH, ... ACT_SOFTMAX and LEAKY_SLOPE come from nnlib/codes.py as
+// -D build options.
 
 // act(z); softmax is applied per row by softmax_rows, so it passes z through here.
 inline float activate(float z, int act)

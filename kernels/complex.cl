@@ -58,11 +58,9 @@ inline float2 csigmoid(float2 a)
 }
 
 // ---------------------------------------------------------------- complex activations
-// Codes match nnlib/layers/conv.py (COMPLEX_ACTIVATIONS).
-#define CACT_NONE 0
-#define CACT_TANH 1          // complex tanh, holomorphic
-#define CACT_SPLIT_SIGMOID 2 // sigmoid(Re z) + i sigmoid(Im z)
-#define CACT_MODRELU 3       // relu(|z| + b) z / |z|, b < 0 a fixed threshold
+// Codes (-D build options from nnlib/codes.py): CACT_NONE; CACT_TANH, complex tanh,
+// holomorphic; CACT_SPLIT_SIGMOID, sigmoid(Re z) + i sigmoid(Im z); CACT_MODRELU,
+// relu(|z| + b) z / |z|, b < 0 a fixed threshold.
 
 inline float2 cactivate(float2 z, int act, float b)
 {

@@ -99,24 +99,16 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #ifndef FMA
 #define FMA 0
 #endif
+#include "floatv.h"
 #if VW == 16
-#define floatv float16
-#define vloadv vload16
-#define vstorev vstore16
 #define LOAD_BY_HAND(p) ((float16)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], \
     (p)[7], (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #define STORE_BY_HAND(x, p) do { STORE8_((x).lo, p); STORE8_((x).hi, (p) + 8); } while (0)
 #elif VW == 8
-#define floatv float8
-#define vloadv vload8
-#define vstorev vstore8
 #define LOAD_BY_HAND(p) \
     ((float8)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
 #define STORE_BY_HAND(x, p) STORE8_(x, p)
 #elif VW == 4
-#define floatv float4
-#define vloadv vload4
-#define vstorev vstore4
 #define LOAD_BY_HAND(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
 #define STORE_BY_HAND(x, p) STORE4_(x, p)
 #else

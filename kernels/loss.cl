@@ -1,7 +1,6 @@
 // Losses and the output gradient (the seed's CalcOutputGradient), computed on the device.
 // requires: activation.cl
-#define LOSS_MSE 0
-#define LOSS_CROSS_ENTROPY 1
+// The codes LOSS_MSE and LOSS_CROSS_ENTROPY come from nnlib/codes.py as -D build options.
 
 // One work-item per output element: dz = dL/dz of the output layer's pre-activation.
 // MSE, mean over every element:  dz = 2 (y - t) / count * act'(y).

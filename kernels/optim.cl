@@ -22,21 +22,15 @@
 #ifndef VLOAD
 #define VLOAD 1
 #endif
-#if VW == 1
-typedef float floatv;
-#else
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-typedef CAT(float, VW) floatv;
-#endif
+#include "floatv.h"
 typedef union { floatv v; float f[VW]; } lanes;  // a vector's lanes as an array
 #if VW == 1
 #define LOADV(p) (*(p))
 #define STOREV(x, p) (*(p) = (x))
 #define ANY(c) (c)
 #elif VLOAD
-#define LOADV(p) CAT(vload, VW)(0, p)
-#define STOREV(x, p) CAT(vstore, VW)(x, 0, p)
+#define LOADV(p) vloadv(0, p)
+#define STOREV(x, p) vstorev(x, 0, p)
 #define ANY(c) any(c)
 #else  // one float at a time through the lanes; the compiler keeps them in registers
 floatv load_by_hand(global const float *p)
@@ -154,7 +148,9 @@ kernel void adam_update(global float *w, global const float *g, global float *m,
 // The group's work-items stride over the block summing g^2 (any block size works, whatever
 // the work-group size), reduce the sums in local memory by halving (the local size is a power
 // of two), and update the block's single second moment vb = b2 vb + (1-b2) mean(g^2). Then
-// they stride again to update m and w as AdamW does, with vb in place of v.
+// they stride again to update m and w as AdamW does, with vb in place of v. A skipped step
+// guards the loads and stores instead of returning early: a return before the barriers
+// corrupted the host's heap on PyPI's PoCL 3.0 (a crash after a few hundred launches).
 kernel void adam_mini_update(global float *w, global const float *g, global float *m,
                              global float *vb, global const int *skip, int block,
                              float lr, float beta1, float beta2, float eps,
@@ -162,11 +158,10 @@ kernel void adam_mini_update(global float *w, global const float *g, global floa
                              local float *partial)
 {
     int b = get_group_id(0), lid = get_local_id(0), size = get_local_size(0);
-    if (skip[1])
-        return;
+    int skipping = skip[1];
     size_t first = (size_t)b * block;
     float sum = 0.0f;
-    for (int i = lid; i < block; i += size)
+    for (int i = lid; i < block && !skipping; i += size)
         sum += g[first + i] * g[first + i];
     partial[lid] = sum;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -177,10 +172,10 @@ kernel void adam_mini_update(global float *w, global const float *g, global floa
     }
     float v = beta2 * vb[b] + (1.0f - beta2) * partial[0] / block;
     barrier(CLK_GLOBAL_MEM_FENCE);  // every item has read vb[b] before it is written
-    if (lid == 0)
+    if (lid == 0 && !skipping)
         vb[b] = v;
     float denom = sqrt(v) / sqrt_bc2 + eps;
-    for (int i = lid; i < block; i += size) {
+    for (int i = lid; i < block && !skipping; i += size) {
         size_t k = first + i;
         float mi = beta1 * m[k] + (1.0f - beta1) * g[k];
         m[k] = mi;

@@ -1,4 +1,7 @@
-"""nnlib: a small neural-network library whose every operation is an OpenCL kernel."""
+"""nnlib: a small neural-network library whose every operation is an OpenCL kernel.
+
+Taught in notebooks/00_devices.
+"""
 
 from . import catch, data, fft, fused, optim, reference, tuning
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint

@@ -15,6 +15,8 @@ then the header is checked (format, version, classes from a fixed list), every d
 is compared with the stored arrays before any layer is built, and dtypes and finiteness are
 checked. A load either completes or changes nothing; every refusal is a
 :class:`CheckpointError`.
+
+Taught in notebooks/02_train_fractal_classifier.
 """
 
 from __future__ import annotations

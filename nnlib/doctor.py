@@ -4,6 +4,8 @@ make the fastest the default (stored beside the tuning results, see nnlib.tuning
 
 ``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
 real device that compiles kernels (``make test`` runs the notebooks on each of them too).
+
+Taught in notebooks/00_devices.
 """
 
 import sys

@@ -8,6 +8,8 @@ device's largest work-group) against ``nnlib.reference`` and returns a :class:`V
 displays as a short report (which case failed, the largest error, a hint) and is truthy when
 every case passes. Kernel outputs are filled with NaN before each launch and followed by a
 guard area, so a kernel that writes nothing, or past the end, is named as such.
+
+Used by the checked exercises of every notebook (notebooks/00_devices to 06_catch).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from . import reference as ref
-from .activations import ACTIVATIONS
-from .network import LOSSES
+from .codes import ACTIVATIONS, FINITE_FILL, LOSSES
+from .launcher import Launcher
 from .runtime import KernelBuildError, get_runtime
+from .sizes import ceil_div, round_up
 
 __all__ = ["Verdict", "check_activation_grad", "check_auc_roc", "check_balanced_accuracy",
            "check_cmulconj", "check_dense_forward", "check_fft_radix2_stage",
@@ -119,24 +122,26 @@ def _problem(case: Case, got, rtol: float, atol: float) -> str | None:
 
 # ---------------------------------------------------------------- kernels
 
-def _kernel(folder, topic: str, name: str, params: tuple, options: tuple = ()) -> cl.Kernel:
+def _kernel(folder, topic: str, name: str, params: tuple, options: tuple = ()) -> Launcher:
     """``name`` from the student's ``<folder>/<topic>.cl``, with clear messages for a missing
     file, a build error, a missing kernel or a different number of parameters."""
     path = Path(folder).resolve() / f"{topic}.cl"
     if not path.is_file():
         raise NotYet(f"there is no {path}; pass the folder that holds your {topic}.cl "
                      f"(`make exercises` writes it to build/exercises/kernels/)")
+    rt = get_runtime()
     try:
-        program = get_runtime().program(topic, options, folder=path.parent)
+        program = rt.program(topic, options, folder=path.parent)
     except KernelBuildError as err:
         raise NotYet(f"{topic}.cl does not build. The compiler says:\n" + _errors(str(err)))
     if name not in program.get_info(cl.program_info.KERNEL_NAMES).split(";"):
         raise NotYet(f"{path} has no kernel named {name}")
-    kernel = cl.Kernel(program, name)
-    if kernel.num_args != len(params):
-        raise NotYet(f"{name} takes {kernel.num_args} parameters; the check passes "
+    launcher = rt.launcher(topic, name, options, folder=path.parent)
+    count = launcher.kernel.num_args
+    if count != len(params):
+        raise NotYet(f"{name} takes {count} parameters; the check passes "
                      f"{len(params)}: ({', '.join(params)}). Keep the exercise's signature.")
-    return kernel
+    return launcher
 
 
 def _errors(log: str) -> str:
@@ -172,16 +177,15 @@ class _Output:
 def _launch(kernel, grid: tuple, *args) -> None:
     """Run ``kernel`` over ``grid``, the global size rounded up to whole work-groups of at
     most 64 per dimension, as nnlib's layers may launch it."""
-    rt = get_runtime()
-    limit = rt.work_group_size(kernel)
+    limit = kernel.work_group_size
     local = {1: (min(64, limit),), 2: (min(16, limit), max(1, min(4, limit // 16))),
              3: (1, 1, min(64, limit))}[len(grid)]
-    rt.launch(kernel, grid, local, *args).wait()
+    kernel(grid, local, *args).wait()
 
 
 def _guard(grid: tuple) -> int:
     """More elements than the padded work-items of ``_launch`` can reach past the data."""
-    return int(np.prod([-(-g // 64) * 64 for g in grid]))
+    return int(np.prod([round_up(g, 64) for g in grid]))
 
 
 def _wide() -> int:
@@ -410,7 +414,7 @@ def check_sgd_update(folder) -> Verdict:
             def run(w=w, g=g, v=v, momentum=momentum, nesterov=nesterov, wd=wd):
                 w_dev = _Output(w.shape, _guard(w.shape), initial=w)
                 v_dev = _Output(v.shape, _guard(v.shape), initial=v)
-                _launch(kernel, (-(-w.size // vw),), w_dev.array.data, _device(g).data,
+                _launch(kernel, (ceil_div(w.size, vw),), w_dev.array.data, _device(g).data,
                         v_dev.array.data, skip.data, np.int32(w.size), np.float32(0.1),
                         np.float32(momentum), np.int32(nesterov), np.float32(wd))
                 return np.stack([w_dev.get("w"), v_dev.get("v")])
@@ -587,7 +591,7 @@ def check_masked_softmax(folder) -> Verdict:
                 out = _Output((groups, n, heads * dh), heads * dh * _guard(grid))
                 _launch(kernel, grid, _device(qkv).data, _device(mask).data, out.array.data,
                         probs.array.data, lse.array.data, np.int32(groups), np.int32(n),
-                        np.int32(heads), np.int32(dh), np.float32(ref.FINITE_FILL),
+                        np.int32(heads), np.int32(dh), np.float32(FINITE_FILL),
                         np.int32(hard))
                 return joined(probs.get("probs"), lse.get("lse"))
             _, probs, lse = ref.masked_attention_forward(qkv, mask, heads, hard=bool(hard))

@@ -21,6 +21,8 @@ and "forward" and keeps "ortho".
 Real <-> complex helpers, each with its adjoint (their backward passes):
 ``to_complex`` (x -> x + 0i) / ``real_part``; ``re_im`` ((..., n) complex -> (..., 2n) real
 [Re | Im], CATCH's block layout) / ``from_re_im``.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import pyopencl.array as cla
 
 from . import tuning
 from .layers.base import Layer
-from .reference.fft import is_smooth, radices
 from .runtime import get_runtime
+from .sizes import ceil_div, is_smooth, radices
 
 __all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
            "DIRECT_MAX", "NORMS", "dual_norm"]
@@ -82,7 +84,7 @@ def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
     one short row per group that cost exceeded the transform, and measured on 2 Zen 3 cores
     (both PoCLs, n = 96 and 1000) one work-item walking all butterflies beat 4 to 64 by
     1.2-2x; those are the defaults, the tuner measures the others."""
-    top = max(1, min(rt.work_group_size(kernel), n // 2))
+    top = max(1, min(kernel.work_group_size, n // 2))
     if rt.is_gpu:
         sizes = sorted({top, min(top, 64), min(top, rt.work_group_multiple)})
         return {"LOCAL": top, "GROUPS_PER_CU": 0}, [{"LOCAL": s, "GROUPS_PER_CU": 0}
@@ -114,7 +116,6 @@ class _Plan:
 
     def __init__(self, rt, n: int, local_params: dict | None = None):
         self.rt, self.n = rt, n
-        k = lambda name: rt.kernel("fft", name)  # noqa: E731
         if is_smooth(n):
             self.radices = radices(n)
             self.tw = cla.to_device(rt.queue, _twiddles(n))
@@ -125,7 +126,7 @@ class _Plan:
         self.algorithm = ("stockham" if is_smooth(n) else "direct" if n <= DIRECT_MAX
                           else "bluestein")
         if is_smooth(n) and self.kind == "local":
-            self.local = k("fft_local")
+            self.local = rt.launcher("fft", "fft_local")
             if local_params is None:  # tuned per device, one class per power of two of n
                 default, candidates = local_candidates(rt, self.local, n)
                 local_params = tuning.tuned(
@@ -135,12 +136,12 @@ class _Plan:
             self.groups_per_cu = local_params["GROUPS_PER_CU"]
             self.table = cla.to_device(rt.queue, np.array(self.radices, np.int32))
         elif is_smooth(n) and self.kind == "pow2":
-            self.stages = [(k(f"fft_radix{r}_stage"), r) for r in self.radices]
+            self.stages = [(rt.launcher("fft", f"fft_radix{r}_stage"), r) for r in self.radices]
         elif is_smooth(n):
-            self.stages = [(k("fft_stage"), r) for r in self.radices]
+            self.stages = [(rt.launcher("fft", "fft_stage"), r) for r in self.radices]
         elif n <= DIRECT_MAX:
             self.kind = "direct"
-            self.dft = k("dft_direct")
+            self.dft = rt.launcher("fft", "dft_direct")
             self.tw = cla.to_device(rt.queue, _twiddles(n))
         else:
             self.kind = "bluestein"
@@ -153,8 +154,9 @@ class _Plan:
             self.inner = plan(rt, self.m)
             self.filter = self.inner.run(cla.to_device(rt.queue, b.astype(np.complex64)),
                                          False, 1.0)
-            self.chirp_in, self.multiply = k("bluestein_chirp_in"), k("bluestein_multiply")
-            self.chirp_out = k("bluestein_chirp_out")
+            self.chirp_in = rt.launcher("fft", "bluestein_chirp_in")
+            self.multiply = rt.launcher("fft", "bluestein_multiply")
+            self.chirp_out = rt.launcher("fft", "bluestein_chirp_out")
 
     def run(self, x, inverse: bool, scale: float):
         """A new array: the (unnormalised, times ``scale``) transform of each row of ``x``."""
@@ -163,17 +165,17 @@ class _Plan:
         out = rt.empty(x.shape, np.complex64)
         args = (np.int32(rows), np.int32(n))
         if self.kind == "direct":
-            rt.launch(self.dft, (n, rows), None, x.data, out.data, self.tw.data, *args,
-                      np.int32(inverse), np.float32(scale))
+            self.dft((n, rows), None, x.data, out.data, self.tw.data, *args,
+                     np.int32(inverse), np.float32(scale))
         elif self.kind == "local":
             tw = self.tw_inverse if inverse else self.tw
             spread = self.groups_per_cu * rt.device.max_compute_units
-            per_group = max(1, -(-rows // spread)) if spread else 1
-            groups = -(-rows // per_group)
-            rt.launch(self.local, (self.local_size, groups), (self.local_size, 1), x.data,
-                      out.data, tw.data, self.table.data, np.int32(len(self.radices)),
-                      *args, np.int32(per_group), np.int32(inverse), np.float32(scale),
-                      cl.LocalMemory(2 * 8 * n))
+            per_group = max(1, ceil_div(rows, spread)) if spread else 1
+            groups = ceil_div(rows, per_group)
+            self.local((self.local_size, groups), (self.local_size, 1), x.data,
+                       out.data, tw.data, self.table.data, np.int32(len(self.radices)),
+                       *args, np.int32(per_group), np.int32(inverse), np.float32(scale),
+                       cl.LocalMemory(2 * 8 * n))
         elif self.kind in ("pow2", "mixed"):
             count = len(self.stages)
             spare = rt.empty(x.shape, np.complex64)
@@ -185,21 +187,21 @@ class _Plan:
                 mixed = self.kind == "mixed"
                 extra = (np.int32(radix),) if mixed else ()
                 tw = self.tw_inverse if mixed and inverse else self.tw
-                rt.launch(stage, (n // radix, rows), None, src.data, dst.data, tw.data,
-                          *args, np.int32(p), *extra, np.int32(inverse),
-                          np.float32(scale if last else 1.0))
+                stage((n // radix, rows), None, src.data, dst.data, tw.data,
+                      *args, np.int32(p), *extra, np.int32(inverse),
+                      np.float32(scale if last else 1.0))
                 src, dst, p = dst, (spare if dst is out else out), radix * p
         else:
             m = self.m
             padded = rt.empty((rows, m), np.complex64)
-            rt.launch(self.chirp_in, (m, rows), None, x.data, padded.data, self.chirp.data,
-                      *args, np.int32(m), np.int32(inverse))
+            self.chirp_in((m, rows), None, x.data, padded.data, self.chirp.data,
+                          *args, np.int32(m), np.int32(inverse))
             spectrum = self.inner.run(padded, False, 1.0)
-            rt.launch(self.multiply, (m, rows), None, spectrum.data, self.filter.data,
-                      np.int32(rows), np.int32(m))
+            self.multiply((m, rows), None, spectrum.data, self.filter.data,
+                          np.int32(rows), np.int32(m))
             conv = self.inner.run(spectrum, True, 1.0 / m)
-            rt.launch(self.chirp_out, (n, rows), None, conv.data, out.data, self.chirp.data,
-                      *args, np.int32(m), np.int32(inverse), np.float32(scale))
+            self.chirp_out((n, rows), None, conv.data, out.data, self.chirp.data,
+                           *args, np.int32(m), np.int32(inverse), np.float32(scale))
         return out
 
 
@@ -280,7 +282,7 @@ class FFT(Layer):
 
 
 def _elementwise(rt, name, src, out, count):
-    rt.launch(rt.kernel("fft", name), (count,), None, src.data, out.data, np.int32(count))
+    rt.launcher("fft", name)((count,), None, src.data, out.data, np.int32(count))
     return out
 
 
@@ -304,8 +306,9 @@ def re_im(z, runtime=None):
     z = _complex_input(z, rt, "re_im input")
     n = z.shape[-1]
     out = rt.empty(z.shape[:-1] + (2 * n,))
-    rt.launch(rt.kernel("fft", "re_im"), (n, z.size // n), None, z.data, out.data,
-              np.int32(z.size // n), np.int32(n))
+    re_im = rt.launcher("fft", "re_im")
+    re_im((n, z.size // n), None, z.data, out.data,
+          np.int32(z.size // n), np.int32(n))
     return out
 
 
@@ -318,6 +321,7 @@ def from_re_im(r, runtime=None):
                          f"got shape {r.shape}")
     n = r.shape[-1] // 2
     z = rt.empty(r.shape[:-1] + (n,), np.complex64)
-    rt.launch(rt.kernel("fft", "from_re_im"), (n, r.size // (2 * n)), None, r.data, z.data,
-              np.int32(r.size // (2 * n)), np.int32(n))
+    from_re_im = rt.launcher("fft", "from_re_im")
+    from_re_im((n, r.size // (2 * n)), None, r.data, z.data,
+               np.int32(r.size // (2 * n)), np.int32(n))
     return z

@@ -12,6 +12,8 @@ afterwards. ``Parameter.grad`` is not written (gradients never leave the kernel)
 It pays where launches dominate: small widths and small batches. One work-group uses one
 core of a CPU (one compute unit of a GPU), and the batch's activations must fit in local
 memory: :meth:`FusedMLP.local_bytes` says how much a batch size needs.
+
+Taught in notebooks/03_cpu_vs_gpu.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .activations import ACTIVATIONS
-from .launcher import Launcher
+from .codes import ACTIVATIONS, LOSSES
 from .layers.dense import Dense
-from .network import LOSSES, DeviceLoss
+from .loss import DeviceLoss
 from .optim import SGD, Adam, AdamMini
+from .sizes import round_up
 
 __all__ = ["FusedMLP", "NetworkDoesNotFit"]
 
@@ -75,14 +77,13 @@ class FusedMLP:
         rt = self.runtime
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
         options = (f"-DVW={rt.vector_width}", f"-DRULE={RULES[self.rule]}")
-        kernel = rt.kernel("fused_mlp", "fused_mlp_train", options)
-        self.max_local_size = rt.work_group_size(kernel)
+        self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options).copy()
+        self.max_local_size = self._launch.work_group_size
         if local_size is None:
             if rt.device.type & cl.device_type.GPU:
-                multiple = kernel.get_work_group_info(
+                multiple = self._launch.kernel.get_work_group_info(
                     cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
-                local_size = min(self.max_local_size,
-                                 -(-max(self.widths) // multiple) * multiple)
+                local_size = min(self.max_local_size, round_up(max(self.widths), multiple))
             else:
                 local_size = 1
         if not isinstance(local_size, (int, np.integer)) or not \
@@ -90,7 +91,6 @@ class FusedMLP:
             raise ValueError(f"local_size must be an integer in [1, {self.max_local_size}] "
                              f"on this device, got {local_size!r}")
         self.local_size = int(local_size)
-        self._launch = Launcher(rt, kernel)
         self._tables: dict = {}
 
     def __repr__(self):
@@ -220,7 +220,7 @@ class FusedMLP:
         batch = xd.shape[0]
         if batch == 0:
             raise ValueError("step: batch is empty")
-        targets = self.net._targets(y if not isinstance(y, np.ndarray) else y, batch)
+        targets = self.net._targets(y, batch)
         losses = rt.empty((batch,))
         self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses)
         divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)

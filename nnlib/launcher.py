@@ -1,39 +1,149 @@
-"""Launcher: one call site's kernel, whose arguments are set again only when they change.
+"""Launcher: the one way nnlib starts a kernel; one handle per call site.
+
+``rt.launcher(topic, name, options)`` gives the kernel ``name`` of ``kernels/<topic>.cl``
+built with ``options``; calling it enqueues the kernel::
+
+    add = rt.launcher("vector", "vector_add")
+    add((n,), (64,), a.data, b.data, out.data, np.int32(n))   # global size padded to 64
+
+Arguments go by position in the order of the ``.cl`` signature, or by name
+(``add((n,), None, a=..., b=..., out=..., n=np.int32(n))``). With ``NNLIB_CHECK_ARGS=1``
+(on in the tests) every call is compared with the signature read from the ``.cl`` file
+(:mod:`nnlib.signatures`): a missing or extra argument, a buffer where a number belongs, or
+a number of the wrong numpy type raises :class:`KernelArgumentError` naming the kernel, the
+argument and the file.
 
 pyopencl sets every argument of a kernel on every call, a few microseconds each: a kernel
 with a dozen arguments costs 25-50 µs of host time per launch, while the enqueue itself
 costs 1-2 µs. In a training step the same kernels run with the same buffers (the memory
-pool hands back the same ones) and the same sizes every time, so a Launcher keeps its own
+pool hands back the same ones) and the same sizes every time, so a launcher keeps its own
 copy of the kernel and compares each argument with the last launch's: buffers by their
-OpenCL handle, numbers by type and value. Setting and enqueueing happen under the runtime's
+OpenCL handle, numbers by type and value. A buffer from the memory pool keeps its handle
+while the pool holds it; any other buffer is kept alive while it is a kernel argument (a
+freed handle can come back as another buffer's, which would then not be set). Setting and enqueueing happen under the runtime's
 lock, so a launcher shared by two threads never enqueues another call's arguments.
+
+Taught in notebooks/00_devices, notebooks/03_cpu_vs_gpu.
 """
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import pyopencl as cl
+import pyopencl.tools  # noqa: F401  (cl.tools.PooledBuffer)
+
+from .sizes import round_up
+
+
+class KernelArgumentError(TypeError):
+    """A kernel was called with arguments that do not match its ``.cl`` signature."""
+
+
+def checking() -> bool:
+    """Whether launchers made now check every call (``NNLIB_CHECK_ARGS=1``)."""
+    return os.environ.get("NNLIB_CHECK_ARGS", "").strip() not in ("", "0")
+
+
+def check_args(signature, args: tuple) -> None:
+    """Raise :class:`KernelArgumentError` unless ``args`` fit ``signature``."""
+    where = f"kernel {signature.name} ({signature.file})"
+    if len(args) != len(signature.args):
+        raise KernelArgumentError(
+            f"{where} takes {len(signature.args)} arguments, got {len(args)}: {signature}")
+    for i, (arg, want) in enumerate(zip(args, signature.args)):
+        what = f"{where}: argument {i} {want.name!r} ({want.ctype})"
+        if want.kind == "global":
+            if not (arg is None or isinstance(arg, cl.MemoryObjectHolder)):
+                raise KernelArgumentError(f"{what} is a buffer (pass array.data), got "
+                                          f"{type(arg).__name__}")
+        elif want.kind == "local":
+            if not isinstance(arg, cl.LocalMemory):
+                raise KernelArgumentError(f"{what} is local memory (pass "
+                                          f"cl.LocalMemory(bytes)), got {type(arg).__name__}")
+        elif isinstance(arg, (cl.MemoryObjectHolder, cl.LocalMemory)):
+            raise KernelArgumentError(f"{what} is a number, got a buffer")
+        elif want.dtype is not None and (not isinstance(arg, np.generic)
+                                         or arg.dtype != want.dtype):
+            got = arg.dtype if isinstance(arg, np.generic) else type(arg).__name__
+            raise KernelArgumentError(f"{what} needs np.{want.dtype}, got {got} {arg!r}")
 
 
 class Launcher:
-    """Enqueue ``kernel`` like ``Runtime.launch`` (the global size padded to a multiple of the
-    local size), setting only the arguments that differ from the previous launch."""
+    """Enqueue one kernel, setting only the arguments that differ from its last launch; the
+    global size is padded up to a multiple of the local size. Made by ``rt.launcher`` (one
+    per runtime, kernel and options, shared) or by :meth:`copy` (one per object)."""
 
-    def __init__(self, runtime, kernel: cl.Kernel):
-        self.runtime = runtime
-        self.kernel = cl.Kernel(kernel.program, kernel.function_name)  # its own arguments
-        self.name = kernel.function_name
-        self._last = [None] * kernel.num_args
+    def __init__(self, runtime, topic: str, name: str, options: tuple = (), folder=None):
+        self.runtime, self.name = runtime, name
+        program = runtime.program(topic, options, folder)
+        try:
+            self.kernel = cl.Kernel(program, name)  # its own, so its own arguments
+        except cl.Error:
+            raise KeyError(f"{runtime.kernel_file(topic, folder)} has no kernel "
+                           f"{name!r}") from None
+        self.signature = runtime.signatures(topic, folder).get(name)
+        self.check = checking() and self.signature is not None
+        self._last = [None] * self.kernel.num_args
 
-    def __call__(self, global_size, local_size, *args) -> cl.Event:
+    def copy(self) -> Launcher:
+        """A launcher of the same kernel with its own argument memory, for an object that
+        launches with the same buffers every step (a layer, an optimizer): arguments that
+        other users of the shared launcher change are not set again on every call. Creating
+        a kernel object costs PoCL about 0.5 ms: copy once, in a constructor."""
+        twin = object.__new__(Launcher)
+        twin.__dict__.update(self.__dict__)
+        twin.kernel = cl.Kernel(self.kernel.program, self.name)
+        twin._last = [None] * self.kernel.num_args
+        return twin
+
+    def __repr__(self):
+        return f"<Launcher {self.signature or self.name}>"
+
+    @property
+    def work_group_size(self) -> int:
+        """The largest work-group this device (and profile) runs the kernel with."""
+        return min(self.runtime.max_work_group_size, self.kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.runtime.device))
+
+    def _bind(self, args: tuple, named: dict) -> tuple:
+        """Positional ``args`` followed by the ``named`` ones, in the signature's order."""
+        if self.signature is None:
+            raise KernelArgumentError(f"kernel {self.name}: arguments by name need a "
+                                      f"signature nnlib can read; pass them by position")
+        names = [a.name for a in self.signature.args]
+        unknown = sorted(set(named) - set(names))
+        twice = sorted(set(named) & set(names[:len(args)]))
+        if unknown or twice:
+            raise KernelArgumentError(
+                f"kernel {self.name} ({self.signature.file}): "
+                + (f"no argument {unknown}; " if unknown else "")
+                + (f"{twice} given by position and by name; " if twice else "")
+                + f"signature {self.signature}")
+        missing = [n for n in names[len(args):] if n not in named]
+        if missing:
+            raise KernelArgumentError(f"kernel {self.name} ({self.signature.file}): missing "
+                                      f"{missing}; signature {self.signature}")
+        return (*args, *(named[n] for n in names[len(args):]))
+
+    def __call__(self, global_size, local_size, *args, wait_for=None, **named) -> cl.Event:
+        if named:
+            args = self._bind(args, named)
+        if self.check:
+            check_args(self.signature, args)
+        if 0 in global_size:  # nothing to compute (an empty array)
+            return cl.enqueue_marker(self.runtime.queue, wait_for=wait_for)
         if local_size is not None:
-            global_size = [-(-g // n) * n for g, n in zip(global_size, local_size)]
+            global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
         last = self._last
         with self.runtime.lock:
             for i, arg in enumerate(args):
-                key = (arg.int_ptr if isinstance(arg, cl.MemoryObjectHolder)
+                key = (arg.int_ptr if isinstance(arg, cl.tools.PooledBuffer)
+                       else (arg.int_ptr, arg) if isinstance(arg, cl.MemoryObjectHolder)
                        else (arg.__class__, arg))
                 if key != last[i]:
                     self.kernel.set_arg(i, arg)
                     last[i] = key
             return cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, global_size,
-                                              local_size)
+                                              local_size, wait_for=wait_for)

@@ -1,4 +1,7 @@
-"""Sequential: a stack of layers with a loss on the device, training and checkpoints."""
+"""Sequential: a stack of layers with a loss on the device, training and checkpoints.
+
+Taught in notebooks/01_dense_kernels, notebooks/02_train_fractal_classifier.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +10,17 @@ import inspect
 import numpy as np
 import pyopencl.array as cla
 
-from .activations import ACTIVATIONS
+from .codes import LOSSES
 from .checkpoint import (CheckpointError, check_dict, check_int, check_name, load_model,
                          save_checkpoint)
-from .launcher import Launcher
 from .runtime import check_shape, to_host
+from .sizes import ceil_div
 from .layers.base import Layer, positive_int
 from .layers.conv import ComplexConv1d, Conv1d
 from .layers.dense import VARIANTS, Dense
+from .loss import DeviceLoss, Loss
+from .step_fusion import FusedBackward
 
-LOSSES = {"mse": 0, "cross_entropy": 1}
 # The layers a checkpoint may name (nothing else is ever built from a file).
 PUBLIC_LAYERS = {cls.__name__: cls for cls in (Dense, Conv1d, ComplexConv1d)}
 
@@ -56,21 +60,6 @@ def _host(array, name: str) -> np.ndarray:
     return host
 
 
-class DeviceLoss:
-    """A loss still on the device: reading it (``float(loss)``) waits for the step."""
-
-    def __init__(self, rows, count: int):
-        self._rows, self._count = rows, count
-
-    def __float__(self):
-        return float(self._rows.get().astype(np.float64).sum() / self._count)
-
-    item = __float__
-
-    def __repr__(self):
-        return f"DeviceLoss({float(self):.6f})"
-
-
 class Sequential:
     """Layers applied in order; ``loss`` is ``"mse"`` or ``"cross_entropy"`` (the last
     layer must then use softmax, and the pair is differentiated as one, as in PyTorch)."""
@@ -86,9 +75,7 @@ class Sequential:
             raise ValueError("cross_entropy needs a last layer with activation='softmax'")
         self.loss = loss
         self.runtime = last.runtime
-        rt = self.runtime
-        self._output_grad = Launcher(rt, rt.kernel("loss", "output_gradient"))
-        self._loss_rows = Launcher(rt, rt.kernel("loss", "loss_rows"))
+        self.loss_function = Loss(loss, self.runtime)
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -134,78 +121,33 @@ class Sequential:
 
     def loss_rows(self, out, target, rows_buf=None, offset: int = 0):
         """Enqueue the per-sample losses of ``out`` against ``target`` into ``rows_buf``."""
-        rows, cols = out.shape
-        if rows_buf is None:
-            rows_buf = self.runtime.empty((rows,))
-        self._loss_rows((rows,), None, out.data, target.data, rows_buf.data, np.int32(offset),
-                        np.int32(rows), np.int32(cols), np.int32(LOSSES[self.loss]))
-        return rows_buf
-
-    def _divisor(self, out) -> int:
-        return out.shape[0] if self.loss == "cross_entropy" else out.size
+        return self.loss_function.rows(out, target, rows_buf, offset)
 
     def compute_loss(self, x, y) -> float:
         """The mean loss of the network on (x, y), read back to the host."""
         out = self.forward(x)
         target = self._targets(y, out.shape[0])
-        return float(DeviceLoss(self.loss_rows(out, target), self._divisor(out)))
-
-    def _preactivation_chain(self) -> list:
-        """Indices of the layers whose backward starts from dL/dz (before their activation):
-        the last layer, then each Dense layer below, down to the first that is not Dense or
-        uses softmax. Between two of them one kernel gives the lower layer's dL/dz."""
-        chain = [len(self.layers) - 1]
-        for i in range(len(self.layers) - 2, -1, -1):
-            layer = self.layers[i]
-            if not isinstance(layer, Dense) or layer.activation == "softmax":
-                break
-            chain.append(i)
-        return chain
-
-    def _backward_from_loss(self, out, target, overwrite=()):
-        """Backward from the loss, through ``_preactivation_chain`` and then layer by layer.
-        The first layer computes no input gradient; the layers in ``overwrite`` write their
-        gradients instead of adding to them."""
-        last = self.layers[-1]
-        dz = self.runtime.empty(out.shape)
-        act = ACTIVATIONS.get(getattr(last, "activation", "none"), 0)
-        self._output_grad((out.size,), None, out.data, target.data, dz.data,
-                          np.int32(out.size), np.float32(1.0 / self._divisor(out)),
-                          np.int32(LOSSES[self.loss]), np.int32(act))
-        chain, grad = self._preactivation_chain(), dz
-        for i in reversed(range(len(self.layers))):
-            layer = self.layers[i]
-            if i not in chain:
-                grad = layer.backward(grad)
-                continue
-            below = self.layers[i - 1].activation if i - 1 in chain else "none"
-            grad = layer.backward_preactivation(grad, below, input_grad=i > 0,
-                                                accumulate=layer not in overwrite)
+        return float(self.loss_function.value(out, target))
 
     def train_step(self, x, y, optimizer, loss_buf=None, offset: int = 0) -> DeviceLoss:
         """Forward, loss, backward and update, all enqueued without waiting for the device.
 
-        Returns a :class:`DeviceLoss`; the host waits only if its value is read.
+        The same as ``optimizer.zero_grad()``, ``forward``, the loss's gradient, ``backward``
+        and ``optimizer.step()``, with fewer launches (:mod:`nnlib.step_fusion`). Returns a
+        :class:`DeviceLoss`; the host waits only if its value is read.
         """
         if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
-        # Layers of the chain whose parameters the optimizer holds write their gradients in
-        # the backward pass: zeroing them first would cost a launch per tensor.
-        owned = {id(p) for p in optimizer.params}
-        overwrite = [self.layers[i] for i in self._preactivation_chain()
-                     if self.layers.count(self.layers[i]) == 1
-                     and all(id(p) in owned for p in self.layers[i].parameters())]
-        written = {id(p) for layer in overwrite for p in layer.parameters()}
-        for p in optimizer.params:
-            if id(p) not in written:
-                p.zero_grad()
+        fused = FusedBackward(self.layers, optimizer)
+        fused.zero_grad()
         out = self.forward(x)
         target = self._targets(y, out.shape[0])
-        rows = self.loss_rows(out, target, loss_buf, offset)
-        self._backward_from_loss(out, target, overwrite)
+        rows = self.loss_function.rows(out, target, loss_buf, offset)
+        fused.backward(self.loss_function.output_gradient(
+            out, target, getattr(self.layers[-1], "activation", "none")))
         optimizer.step()
         return DeviceLoss(rows if loss_buf is None else rows[offset:offset + out.shape[0]],
-                          self._divisor(out))
+                          self.loss_function.divisor(out))
 
     def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,
             validation_data=None, progress: bool = True) -> dict:
@@ -238,7 +180,7 @@ class Sequential:
             skipped = optimizer.skipped_steps - skipped_before
             if skipped:
                 raise FloatingPointError(
-                    f"fit: the optimizer skipped {skipped} of {-(-n // batch_size)} steps of "
+                    f"fit: the optimizer skipped {skipped} of {ceil_div(n, batch_size)} steps of "
                     f"epoch {len(history['loss'])} because gradients held NaN or infinity; "
                     "lower the learning rate or check the inputs")
             shown = {"loss": f"{history['loss'][-1]:.4f}"}

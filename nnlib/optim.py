@@ -9,6 +9,8 @@ device: weights and state stay as they were, and the step is counted in ``skippe
 still advances (the host does not wait to learn of the skip), so the steps after a skip use
 the corrections of one step later than PyTorch would. ``Sequential.fit`` raises an error at
 the end of an epoch that skipped steps.
+
+Taught in notebooks/04_optimizers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
@@ -24,6 +27,7 @@ from . import tuning
 from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
+from .sizes import ceil_div
 
 TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
 
@@ -51,15 +55,15 @@ def kernel_options(params: dict) -> tuple:
 
 def measure(rt, params: dict) -> float:
     """Seconds per Adam update of TUNE_SIZE elements with ``params``."""
-    kernel = Launcher(rt, rt.kernel("optim", "adam_update", kernel_options(params)))
+    kernel = rt.launcher("optim", "adam_update", kernel_options(params))
     w, g, m, v = (rt.zeros((TUNE_SIZE,)) for _ in range(4))
     skip = rt.zeros((2,), dtype=np.int32)
-    local = (min(params["LOCAL"], rt.work_group_size(kernel.kernel)),) if params["LOCAL"] \
+    local = (min(params["LOCAL"], kernel.work_group_size),) if params["LOCAL"] \
         else None
     f32, n = np.float32, TUNE_SIZE
 
     def run():
-        kernel((-(-n // params["VW"]),), local, w.data, g.data, m.data, v.data, skip.data,
+        kernel((ceil_div(n, params["VW"]),), local, w.data, g.data, m.data, v.data, skip.data,
                np.int32(n), f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0), np.int32(0),
                f32(1e-3), f32(1))
     return tuning.time_launches(run, rt.queue.finish, launches=10)
@@ -94,11 +98,25 @@ class State(list):
     flat = None
 
 
+@dataclass(frozen=True)
+class Tensors:
+    """What one update launch works on: ``size`` elements of ``value``, ``grad`` and the
+    rule's ``state`` arrays (None for a rule's unused buffer). ``key`` names it: "flat" (every
+    parameter, laid end to end) or the index of one parameter."""
+
+    key: object
+    size: int
+    value: object
+    grad: object
+    state: tuple
+
+
 class Optimizer:
     """Holds the parameters and the per-parameter state buffers of one update rule.
 
-    Subclasses implement ``_update(i)``, which enqueues the update of parameter ``i`` or, with
-    ``i=None``, of the whole flat layout (``flat = True`` rules only), and returns its event.
+    Subclasses implement ``_update(t)``, which enqueues the update of the :class:`Tensors`
+    ``t`` (the whole flat layout, ``flat = True`` rules only, or one parameter) and returns
+    its event.
     """
 
     flat = True  # the rule is the same for every element: update all tensors in one launch
@@ -127,20 +145,20 @@ class Optimizer:
         # their work-group size (None: the driver's choice)
         self._local = (min(local, rt.max_work_group_size),) if local else None
         self._options = kernel_options(self.kernel_params)
-        self._skip_begin = Launcher(rt, rt.kernel("optim", "skip_begin", self._options))
+        self._skip_begin = rt.launcher("optim", "skip_begin", self._options).copy()
         self._launchers: dict = {}
 
-    def _launcher(self, name: str, i) -> Launcher:
-        """The launcher of kernel ``name`` for parameter ``i`` (None: the flat layout)."""
-        key = (name, i)
+    def _launcher(self, name: str, t: Tensors) -> Launcher:
+        """The launcher of kernel ``name`` for the tensors ``t`` (one per target, so that
+        each keeps its arguments from step to step)."""
+        key = (name, t.key)
         if key not in self._launchers:
-            kernel = self.runtime.kernel("optim", name, self._options)
-            self._launchers[key] = Launcher(self.runtime, kernel)
+            self._launchers[key] = self.runtime.launcher("optim", name, self._options).copy()
         return self._launchers[key]
 
     def _items(self, n: int) -> tuple:
         """The global size of an elementwise kernel over ``n`` elements."""
-        return (-(-n // self._vw),)
+        return (ceil_div(n, self._vw),)
 
     @property
     def _layout(self) -> FlatLayout | None:
@@ -155,19 +173,22 @@ class Optimizer:
         elementwise and the parameters still hold this optimizer's flat layout."""
         return self._layout is not None and self._layout.intact()
 
-    def _targets(self) -> list:
-        """[None] when one launch covers every tensor, else the parameter indices."""
-        return [None] if self.fused else list(range(len(self.params)))
+    def _update_targets(self) -> list:
+        """The :class:`Tensors` one step launches on: the flat layout when one launch covers
+        every tensor, else each parameter."""
+        if self.fused:
+            return [self._flat_tensors()]
+        return [self._parameter_tensors(i) for i in range(len(self.params))]
 
-    def _tensors(self, i) -> tuple:
-        """(size, value, grad, *state) of parameter ``i``, or of the flat layout (``None``);
-        a state list that is empty (a rule's unused buffer) gives None."""
-        state = [(s.flat if i is None else s[i]) if s else None
-                 for s in self._buffers().values()]
-        if i is None:
-            return (self._layout.size, self._layout.value, self._layout.grad, *state)
+    def _flat_tensors(self) -> Tensors:
+        layout = self._layout
+        state = tuple(s.flat if s else None for s in self._buffers().values())
+        return Tensors("flat", layout.size, layout.value, layout.grad, state)
+
+    def _parameter_tensors(self, i: int) -> Tensors:
         p = self.params[i]
-        return (p.size, p.value, p.grad, *state)
+        state = tuple(s[i] if s else None for s in self._buffers().values())
+        return Tensors(i, p.size, p.value, p.grad, state)
 
     def zero_grad(self) -> None:
         if self.fused:
@@ -179,15 +200,14 @@ class Optimizer:
     def step(self) -> None:
         """One update of every parameter (skipped on the device if a gradient is not finite)."""
         self._skip_begin((1,), None, self._skip.data)
-        targets = self._targets()
-        for i in targets:
-            n, _, grad, *_ = self._tensors(i)
-            self._launcher("check_finite", i)(self._items(n), self._local, grad.data,
-                                              np.int32(n), self._skip.data)
+        targets = self._update_targets()
+        for t in targets:
+            self._launcher("check_finite", t)(self._items(t.size), self._local, t.grad.data,
+                                              np.int32(t.size), self._skip.data)
         self.steps += 1
-        self.events = [self._update(i) for i in targets]
+        self.events = [self._update(t) for t in targets]
 
-    def _update(self, i) -> cl.Event:
+    def _update(self, t: Tensors) -> cl.Event:
         raise NotImplementedError
 
     @property
@@ -305,11 +325,12 @@ class SGD(Optimizer):
     def _buffers(self) -> dict:
         return {"velocity": self.velocity}
 
-    def _update(self, i):
-        n, w, g, v = self._tensors(i)
-        v = g if v is None else v  # not touched without momentum
-        return self._launcher("sgd_update", i)(
-            self._items(n), self._local, w.data, g.data, v.data, self._skip.data, np.int32(n),
+    def _update(self, t):
+        (v,) = t.state
+        v = t.grad if v is None else v  # not touched without momentum
+        return self._launcher("sgd_update", t)(
+            self._items(t.size), self._local, t.value.data, t.grad.data, v.data,
+            self._skip.data, np.int32(t.size),
             np.float32(self.lr), np.float32(self.momentum), np.int32(self.nesterov),
             np.float32(self.weight_decay))
 
@@ -338,17 +359,17 @@ class Adam(Optimizer):
         bc1, bc2 = self._bias_corrections(self.beta1, self.beta2)
         return np.float32(self.lr / bc1), np.float32(math.sqrt(bc2))
 
-    def _adam_launch(self, i, weight_decay: float, decoupled: bool):
-        n, w, g, m, v = self._tensors(i)
-        return self._launcher("adam_update", i)(
-            self._items(n), self._local, w.data, g.data, m.data, v.data, self._skip.data,
-            np.int32(n),
+    def _adam_launch(self, t, weight_decay: float, decoupled: bool):
+        m, v = t.state
+        return self._launcher("adam_update", t)(
+            self._items(t.size), self._local, t.value.data, t.grad.data, m.data, v.data,
+            self._skip.data, np.int32(t.size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(weight_decay), np.int32(decoupled),
             *self._corrections())
 
-    def _update(self, i):
-        return self._adam_launch(i, self.weight_decay, self.decoupled)
+    def _update(self, t):
+        return self._adam_launch(t, self.weight_decay, self.decoupled)
 
 
 class AdamW(Adam):
@@ -386,8 +407,7 @@ class AdamMini(Adam):
                  weight_decay: float = 0.0, group_size: int | None = None):
         super().__init__(params, lr, betas, eps, weight_decay)
         rt = self.runtime
-        mini = rt.kernel("optim", "adam_mini_update", self._options)
-        limit = rt.work_group_size(mini)
+        limit = rt.launcher("optim", "adam_mini_update", self._options).work_group_size
         if group_size is None:
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
             # there, and the strided loop covers any block. Measured on PoCL: 75 us per step
@@ -409,15 +429,16 @@ class AdamMini(Adam):
     def _second_moments(self) -> State:
         return State(self.runtime.zeros((self.blocks(p)[0],)) for p in self.params)
 
-    def _update(self, i):
-        p = self.params[i]
+    def _update(self, t):
+        p = self.params[t.key]  # per tensor: never the flat layout
         count, size = self.blocks(p)
         wd = 0.0 if _no_decay(p) else self.weight_decay
         if size == 1:
-            return self._adam_launch(i, wd, decoupled=True)
-        return self._launcher("adam_mini_update", i)(
-            (count * self.group_size,), (self.group_size,), p.value.data,
-            p.grad.data, self.m[i].data, self.v[i].data, self._skip.data, np.int32(size),
+            return self._adam_launch(t, wd, decoupled=True)
+        m, v = t.state
+        return self._launcher("adam_mini_update", t)(
+            (count * self.group_size,), (self.group_size,), t.value.data,
+            t.grad.data, m.data, v.data, self._skip.data, np.int32(size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(wd), *self._corrections(),
             cl.LocalMemory(4 * self.group_size))
@@ -443,12 +464,12 @@ class Adan(Optimizer):
     def _buffers(self) -> dict:
         return {"m": self.m, "d": self.d, "n": self.n, "g_prev": self.g_prev}
 
-    def _update(self, i):
-        n, w, g, m, d, nu, g_prev = self._tensors(i)
+    def _update(self, t):
+        m, d, nu, g_prev = t.state
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
-        return self._launcher("adan_update", i)(
-            self._items(n), self._local, w.data, g.data, m.data, d.data, nu.data, g_prev.data,
-            self._skip.data, np.int32(n), np.float32(self.lr), np.float32(self.beta1),
+        return self._launcher("adan_update", t)(
+            self._items(t.size), self._local, t.value.data, t.grad.data, m.data, d.data,
+            nu.data, g_prev.data, self._skip.data, np.int32(t.size), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
             np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),
             np.float32(self.lr / bc1), np.float32(self.lr * self.beta2 / bc2),

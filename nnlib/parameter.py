@@ -1,4 +1,7 @@
-"""Parameter: a trainable float32 tensor on the device with its gradient."""
+"""Parameter: a trainable float32 tensor on the device with its gradient.
+
+Taught in notebooks/01_dense_kernels, notebooks/04_optimizers.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .runtime import Runtime, check_shape, resolve_runtime, round_up
+from .runtime import Runtime, check_shape, resolve_runtime
+from .sizes import round_up
 
 
 class Parameter:
@@ -58,6 +62,17 @@ class Parameter:
     def zero_grad(self) -> None:
         self.runtime.fill(self.grad, 0)
 
+    def move_into(self, value: cla.Array, grad: cla.Array) -> None:
+        """Hold ``value`` and ``grad`` (float32 device arrays of this shape, e.g. views of an
+        optimizer's flat layout) from now on, with the current contents copied into them
+        (enqueued: no wait)."""
+        for new, old, what in ((value, self.value, "value"), (grad, self.grad, "grad")):
+            if new.shape != old.shape or new.dtype != np.float32:
+                raise ValueError(f"{self.name}: {what} must be float32 of shape {old.shape}, "
+                                 f"got {new.dtype} {new.shape}")
+            cl.enqueue_copy(self.runtime.queue, new.data, old.data, byte_count=new.nbytes)
+        self.value, self.grad = value, grad
+
     def __repr__(self):
         return f"Parameter({self.name}, shape={self.shape})"
 
@@ -66,8 +81,8 @@ class FlatLayout:
     """Several parameters laid end to end in one device buffer for values and one for
     gradients, so that an optimizer checks and updates all of them with one launch each.
 
-    Each parameter's ``value`` and ``grad`` become sub-buffers of the two flat arrays (their
-    contents are copied); the gaps that align each start to the device's base-address
+    Each parameter moves its ``value`` and ``grad`` into sub-buffers of the two flat arrays
+    (:meth:`Parameter.move_into`); the gaps that align each start to the device's base-address
     alignment hold zeros, which every update rule leaves at zero. ``arena()`` gives a zeroed
     flat array of the same layout for optimizer state, ``views(arena)`` its per-parameter
     arrays. If something later replaces a parameter's arrays (another optimizer flattening
@@ -85,12 +100,8 @@ class FlatLayout:
             end = round_up(end + p.size, align)
         self.size = end
         self.value, self.grad = self.arena(), self.arena()
-        values, grads = self.views(self.value), self.views(self.grad)
-        queue = self.runtime.queue
-        for p, value, grad in zip(self.params, values, grads):
-            cl.enqueue_copy(queue, value.data, p.value.data, byte_count=value.nbytes)
-            cl.enqueue_copy(queue, grad.data, p.grad.data, byte_count=grad.nbytes)
-            p.value, p.grad = value, grad
+        for p, value, grad in zip(self.params, self.views(self.value), self.views(self.grad)):
+            p.move_into(value, grad)
         self._held = [(p, p.value, p.grad) for p in self.params]
 
     def arena(self) -> cla.Array:

@@ -9,6 +9,8 @@ Kernels and layers read a device's limits from the runtime (``rt.vector_width``,
 ``rt.max_work_group_size``, ``rt.work_group_multiple``, ``rt.local_mem_size``), never from
 the device itself: the profile ``NNLIB_PROFILE=gpu`` makes the runtime report what a typical
 GPU reports, so the code paths a GPU takes run, and are tested, on a CPU.
+
+Taught in notebooks/00_devices.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools  # noqa: F401  (cl.tools.MemoryPool)
 
+from . import _fast_array, signatures
+from .codes import build_defines
+from .launcher import Launcher
 from .tuning import preferred_device
 
 POCL_HINT = (
@@ -58,16 +63,18 @@ def kernel_dir() -> Path:
 
 
 _REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r'^#include "(\w+)\.h"\s*$', re.MULTILINE)
 
 
-def _kernel_file(topic: str, folder=None) -> Path:
-    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl``."""
-    if folder is not None and (Path(folder) / f"{topic}.cl").is_file():
-        return Path(folder) / f"{topic}.cl"
-    path = kernel_dir() / f"{topic}.cl"
+def _kernel_file(topic: str, folder=None, suffix: str = ".cl") -> Path:
+    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl`` (or
+    ``.h``)."""
+    if folder is not None and (Path(folder) / f"{topic}{suffix}").is_file():
+        return Path(folder) / f"{topic}{suffix}"
+    path = kernel_dir() / f"{topic}{suffix}"
     if not path.is_file():
         known = sorted(p.stem for p in kernel_dir().glob("*.cl"))
-        raise FileNotFoundError(f"no kernel file {topic}.cl; known topics: {known}")
+        raise FileNotFoundError(f"no kernel file {topic}{suffix}; known topics: {known}")
     return path
 
 
@@ -102,9 +109,18 @@ def program_source(topic: str, folder=None) -> str:
 
     Files are looked up in ``folder`` first (e.g. a student's exercise kernels), then in
     ``kernels/``. Each part starts with a ``#line`` directive naming its file, so compiler
-    messages point at the real file and line.
+    messages point at the real file and line. A line ``#include "x.h"`` is replaced by the
+    text of ``x.h``, looked up the same way (no compiler include path to set up).
     """
     parts, seen = [], []
+
+    def include(path, text):
+        def header(match):
+            inner = _kernel_file(match.group(1), folder, ".h")
+            line = text.count("\n", 0, match.start()) + 2
+            return (f'#line 1 "{_shown(inner)}"\n{inner.read_text()}\n'
+                    f'#line {line} "{_shown(path)}"')
+        return _INCLUDE.sub(header, text)
 
     def add(name):
         if name in seen:
@@ -114,7 +130,7 @@ def program_source(topic: str, folder=None) -> str:
         text = path.read_text()
         for dep in _REQUIRES.findall(text):
             add(dep)
-        parts.append(f'#line 1 "{_shown(path)}"\n{text}')
+        parts.append(f'#line 1 "{_shown(path)}"\n{include(path, text)}')
 
     add(topic)
     return "\n".join(parts)
@@ -174,8 +190,9 @@ _usable_cache: dict = {}
 # Subnormal floats are flushed to zero, as GPUs do by default: on a CPU, arithmetic on them
 # can be many times slower, and a long training run makes them (Adam's moments of weights
 # whose gradient stays 0 decay geometrically). Measured: a batch-1 Adam step of the MLP in
-# benchmarks.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
-BUILD_OPTIONS = ("-cl-denorms-are-zero",)
+# nnlib.bench.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
+# Every build also gets the shared codes (activations, losses) as -D options (nnlib/codes.py).
+BUILD_OPTIONS = ("-cl-denorms-are-zero", *build_defines())
 
 
 def can_compile(device: cl.Device) -> bool:
@@ -315,10 +332,6 @@ def device_limits(device: cl.Device, profile: str = "device") -> Limits:
                            for key, value in GPU_PROFILE.items()})
 
 
-def round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
-
-
 # Programs kept per runtime (least recently used dropped first): every distinct source text
 # (e.g. each version of a student's kernel file) is a new program.
 MAX_PROGRAMS = 64
@@ -342,9 +355,10 @@ class Runtime:
         self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         # (source, options) -> program, least recently used first
         self._programs: OrderedDict = OrderedDict()
-        self._kernels: dict = {}  # (topic, name, options) -> kernel of kernels/<topic>.cl
-        # Held while a shared kernel's arguments are set and it is enqueued (OpenCL kernel
-        # arguments are not thread-safe), and while the program cache changes.
+        self._launchers: dict = {}  # (topic, name, options, folder's source) -> Launcher
+        self._signatures: dict = {}  # source -> {kernel name: Signature}
+        # Held while a launcher's arguments are set and its kernel enqueued (OpenCL kernel
+        # arguments are not thread-safe), and while the caches change.
         self.lock = threading.RLock()
 
     def __repr__(self):
@@ -358,7 +372,8 @@ class Runtime:
     def program(self, topic: str, options: tuple = (), folder=None) -> cl.Program:
         """``kernels/<topic>.cl`` (or ``<folder>/<topic>.cl``) built once per runtime, source
         text and option set: an edited file is built again. The last MAX_PROGRAMS builds are
-        kept. Every build flushes subnormal floats (below 1.2e-38) to zero (BUILD_OPTIONS)."""
+        kept. Every build flushes subnormal floats (below 1.2e-38) to zero and defines the
+        shared codes (BUILD_OPTIONS)."""
         src = program_source(topic, folder)
         key = (src, tuple(options))
         with self.lock:
@@ -373,7 +388,8 @@ class Runtime:
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise KernelBuildError(
-                    f"{_shown(_kernel_file(topic, folder))} failed to build on {self.device.name.strip()} "
+                    f"{_shown(_kernel_file(topic, folder))} failed to build on "
+                    f"{self.device.name.strip()} "
                     f"({self.device.platform.name}). Build log:\n{err}{hint}"
                 ) from None
             self._programs[key] = prg
@@ -381,14 +397,31 @@ class Runtime:
                 self._programs.popitem(last=False)
             return prg
 
-    def kernel(self, topic: str, name: str, options: tuple = ()) -> cl.Kernel:
-        """The kernel ``name`` from ``kernels/<topic>.cl``, fetched once and kept. Launch it
-        with :meth:`launch` (which sets its arguments under the runtime's lock)."""
-        key = (topic, name, tuple(options))
+    def launcher(self, topic: str, name: str, options: tuple = (), folder=None):
+        """The :class:`~nnlib.launcher.Launcher` of kernel ``name`` from ``kernels/<topic>.cl``
+        (or ``<folder>/<topic>.cl``) built with ``options``: the one way to run a kernel.
+        Made once per runtime, kernel and options, and kept (with ``folder``, once per text
+        of its files: an edited exercise file gets a new one)."""
+        key = (topic, name, tuple(options),
+               None if folder is None else program_source(topic, folder))
         with self.lock:
-            if key not in self._kernels:
-                self._kernels[key] = cl.Kernel(self.program(topic, options), name)
-            return self._kernels[key]
+            if key not in self._launchers:
+                self._launchers[key] = Launcher(self, topic, name, tuple(options), folder)
+            return self._launchers[key]
+
+    def signatures(self, topic: str, folder=None) -> dict:
+        """{kernel name: :class:`~nnlib.signatures.Signature`} of the program ``topic``,
+        read from its source once per text."""
+        src = program_source(topic, folder)
+        with self.lock:
+            if src not in self._signatures:
+                self._signatures[src] = signatures.parse(src, _shown(_kernel_file(topic, folder)))
+            return self._signatures[src]
+
+    @staticmethod
+    def kernel_file(topic: str, folder=None) -> str:
+        """The file of program ``topic`` as messages name it, e.g. ``kernels/dense.cl``."""
+        return _shown(_kernel_file(topic, folder))
 
     @property
     def vector_width(self) -> int:
@@ -414,24 +447,6 @@ class Runtime:
         """A GPU, or a device under the GPU profile."""
         return self.limits.kind == "GPU"
 
-    def work_group_size(self, kernel: cl.Kernel) -> int:
-        """The largest work-group this device (and profile) runs ``kernel`` with."""
-        return min(self.max_work_group_size, kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device))
-
-    def launch(self, kernel, global_size, local_size, *args, wait_for=None) -> cl.Event:
-        """Enqueue ``kernel``; a global size is padded up to a multiple of the local size.
-        Safe from several threads: the arguments are set and the kernel enqueued under
-        the runtime's lock, so no other launch of the same kernel comes between."""
-        if 0 in global_size:  # nothing to compute (an empty array)
-            return cl.enqueue_marker(self.queue, wait_for=wait_for)
-        if local_size is not None:
-            global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
-        with self.lock:
-            kernel.set_args(*args)
-            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size,
-                                              wait_for=wait_for)
-
     def fill(self, array: cla.Array, value) -> None:
         """``array.fill(value)`` under the runtime's lock (pyopencl's fill kernel is shared
         by every thread using this context)."""
@@ -439,22 +454,13 @@ class Runtime:
             array.fill(value)
 
     def empty(self, shape, dtype=np.float32) -> cla.Array:
-        """An uninitialised C-contiguous array from the memory pool.
-
-        Built with pyopencl's fast constructor (the one its own ``empty_like`` uses): the
-        checked one costs about 9 µs, a tenth of a batch-1 training step's host time.
-        """
+        """An uninitialised C-contiguous array from the memory pool (made without pyopencl's
+        argument checks, which cost a tenth of a small training step: nnlib/_fast_array.py)."""
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
         if min(shape, default=0) < 0:
             raise ValueError(f"negative dimensions are not allowed: {shape}")
-        dtype = np.dtype(dtype)
-        strides, stride = [], dtype.itemsize
-        for n in shape[::-1]:
-            strides.append(stride)
-            stride *= n or 1
-        return cla.Array(None, shape, dtype, allocator=self.allocator, strides=tuple(strides[::-1]),
-                         _fast=True, _size=math.prod(shape), _context=self.context,
-                         _queue=self.queue)
+        return _fast_array.empty(shape, np.dtype(dtype), self.allocator, self.context,
+                                 self.queue)
 
     def zeros(self, shape, dtype=np.float32) -> cla.Array:
         out = self.empty(shape, dtype)

@@ -23,6 +23,8 @@ candidates, the most promising first, and the next process goes on where it stop
 Tests and the nbval check run with ``NNLIB_TUNE=0`` (tests/conftest.py, ``make notebooks``):
 the same kernels on every run, and no writes to the user's cache; the unit tests run every
 candidate explicitly instead.
+
+Taught in notebooks/03_cpu_vs_gpu.
 """
 
 from __future__ import annotations

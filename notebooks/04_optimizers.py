@@ -120,10 +120,10 @@ print(f"max work-group size here: {rt.max_work_group_size}")
 
 # %%
 too_wide = rt.device.max_work_group_size + 1  # the hardware's limit, whatever the profile
-kernel = rt.kernel("vector", "vector_add")
+vector_add = rt.launcher("vector", "vector_add")
 buf = rt.zeros((too_wide,))
 try:
-    rt.launch(kernel, (too_wide,), (too_wide,), buf.data, buf.data, buf.data, np.int32(too_wide))
+    vector_add((too_wide,), (too_wide,), buf.data, buf.data, buf.data, np.int32(too_wide))
     print("launched")
 except cl.Error as err:
     print("a work-group one larger than the limit fails:", err.code == cl.status_code.INVALID_WORK_GROUP_SIZE)

@@ -75,9 +75,9 @@ ops = {"mul": lambda a, b: a * b, "conj(a) b": lambda a, b: np.conj(a) * b,
        "abs": lambda a, b: np.abs(a) + 0j}
 da, db = rt.to_device(a, dtype=np.complex64), rt.to_device(b, dtype=np.complex64)
 out = rt.empty(n, np.complex64)
+complex_ops = rt.launcher("complex", "complex_ops")
 for code, (name, f) in enumerate(ops.items()):
-    rt.launch(rt.kernel("complex", "complex_ops"), (n,), None, da.data, db.data, out.data,
-              np.int32(n), np.int32(code))
+    complex_ops((n,), None, da.data, db.data, out.data, np.int32(n), np.int32(code))
     want = f(a.astype(np.complex128), b.astype(np.complex128))
     err = np.abs(out.get() - want) / np.maximum(np.abs(want), 1e-30)
     print(f"{name:10s} relative error below 1e-5: {err.max() < 1e-5}")
@@ -414,7 +414,7 @@ plt.show()
 # window and measures the error both in time and in frequency, so a regular anomaly that is
 # invisible bar by bar still raises its score.
 #
-# How fast are these kernels? `benchmarks/complex.py` measures GFLOP/s of the complex
+# How fast are these kernels? `nnlib/bench/complex.py` measures GFLOP/s of the complex
 # convolution and the FFT against numpy on the same sizes. A small timing here:
 
 # %% tags=["nbval-ignore-output"]

@@ -382,7 +382,7 @@ for kind, r in table:
 assert all(r["auc_roc"] > 0.8 for _, r in table if r["method"] == "CATCH")
 
 # %% [markdown]
-# **Stored results** (not recomputed here: `python -m benchmarks.catch` prints them, with the
+# **Stored results** (not recomputed here: `python -m nnlib.bench.catch` prints them, with the
 # fit times on your machine; 3 seeds, 3 epochs, train 4000 / test 2000 steps, CATCH
 # defaults, run once on PoCL on a CPU). Mean ± std over seeds 0, 1, 2:
 #

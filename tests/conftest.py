@@ -10,6 +10,9 @@ import nnlib
 # cost seconds), and nothing written to the user's tuning cache. tests/test_tuning.py sets
 # the mode it tests.
 os.environ.setdefault("NNLIB_TUNE", "0")
+# Every kernel call is compared with its .cl signature (nnlib/launcher.py): a wrong argument
+# count or type fails with the kernel's and the argument's name instead of giving garbage.
+os.environ.setdefault("NNLIB_CHECK_ARGS", "1")
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from benchmarks import dense, launch, seed_experiment, train_step
-from benchmarks.common import OUT
+from nnlib.bench import dense, launch, seed_experiment, train_step
+from nnlib.bench.common import OUT
 
 
 def saved(name):
@@ -67,7 +67,7 @@ def test_launch_benchmark_runs_and_writes_json():
 
 @pytest.mark.slow
 def test_catch_benchmark_runs_and_writes_json():
-    from benchmarks import catch
+    from nnlib.bench import catch
     rows = catch.main(["--seeds", "0", "--quick"])
     assert {r["dataset"] for r in rows} >= {"shapelet", "eurusd"}
     assert {r["method"] for r in rows} >= {"CATCH", "PCA", "IsolationForest"}

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.all --store`` writes a labelled file that notebook 03 draws beside
+"""``python -m nnlib.bench.all --store`` writes a labelled file that notebook 03 draws beside
 the live figures; the GPU rooflines are a model from published figures."""
 
 import json
@@ -7,9 +7,9 @@ import matplotlib
 import numpy as np
 import pytest
 
-from benchmarks import all as bench_all
-from benchmarks.common import stored_results
-from benchmarks.roofline import GPUS, dense_intensity, roof
+from nnlib.bench import all as bench_all
+from nnlib.bench.common import stored_results
+from nnlib.bench.roofline import GPUS, dense_intensity, roof
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

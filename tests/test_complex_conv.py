@@ -6,7 +6,7 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
-from nnlib.layers.conv import COMPLEX_ACTIVATIONS
+from nnlib.codes import COMPLEX_ACTIVATIONS
 
 from .gradcheck import numeric_grad
 from .test_conv import check_against_reference, geometries, host_grads, host_params, sample
@@ -167,8 +167,9 @@ def test_complex_helpers_match_numpy(rt, op):
     code, f = OPS[op]
     out = rt.empty(n, np.complex64)
     da, db = rt.to_device(a, dtype=np.complex64), rt.to_device(b, dtype=np.complex64)
-    rt.launch(rt.kernel("complex", "complex_ops"), (n,), None, da.data, db.data, out.data,
-              np.int32(n), np.int32(code))
+    complex_ops = rt.launcher("complex", "complex_ops")
+    complex_ops((n,), None, da.data, db.data, out.data,
+                np.int32(n), np.int32(code))
     want = f(a.astype(np.complex128), b.astype(np.complex128))
     np.testing.assert_allclose(out.get(), want, rtol=2e-5, atol=1e-6)
 

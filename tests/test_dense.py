@@ -169,11 +169,11 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
 def test_tuned_parameters_come_from_the_search(rt, tmp_path, monkeypatch):
     """With tuning on, a layer runs the candidate the (here faked) measurements favour."""
     from nnlib import tuning
-    from nnlib.layers import dense
+    from nnlib.layers import dense_params
 
     monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
     want = candidates(rt, "forward", "b4")[-1]
-    monkeypatch.setattr(dense, "measure", lambda rt, product, shape, p: 1.0 - (p == want))
+    monkeypatch.setattr(dense_params, "measure", lambda rt, product, shape, p: 1.0 - (p == want))
     tuning.set_mode("1")
     try:
         kernels = DenseKernels(rt)

@@ -220,7 +220,7 @@ def test_every_local_candidate_matches_numpy(rt, rng, profile, n):
     """Whatever work-group shape the tuner picks for fft_local is correct: every candidate,
     on this device's own limits and under the GPU profile, on batch 1 and an odd batch."""
     own = nnlib.runtime.Runtime(rt.device, profile=profile)
-    default, candidates = F.local_candidates(own, own.kernel("fft", "fft_local"), n)
+    default, candidates = F.local_candidates(own, own.launcher("fft", "fft_local"), n)
     assert default in candidates
     for params in candidates:
         plan = F._Plan(own, n, local_params=params)

@@ -7,6 +7,8 @@ import nnlib
 from nnlib import optim
 from nnlib.reference import optim as ref
 
+from .isolated import run_isolated
+
 STEPS = 25
 
 
@@ -169,7 +171,7 @@ def test_adam_mini_with_block_one_is_adamw(rt):
 def test_adam_mini_any_group_size(rt):
     """The reduction halves down to one sum for every power-of-two group, whether the group
     is wider than the block (37) or the block wider than the device's largest group."""
-    limit = rt.work_group_size(rt.kernel("optim", "adam_mini_update"))
+    limit = rt.launcher("optim", "adam_mini_update").work_group_size
     wide = rt.max_work_group_size + 4
     for group in sorted({1, 2, 64, limit}):
         for shape, block in (((3, 37), 37), ((2, wide), wide)):
@@ -422,3 +424,26 @@ def test_fit_stops_on_skipped_steps(rt):
     with pytest.raises(FloatingPointError, match="skipped 2 of 2 steps"):
         model.fit(np.ones((4, 13)), np.array([0, 1, 2, 0]), optim.Adam(model.parameters()),
                   epochs=1, batch_size=2, progress=False)
+
+
+@pytest.mark.parametrize("device", [d["device"] for d in nnlib.devices()
+                                    if d["compiles"] and d["type"] != "simulator"])
+def test_adam_mini_survives_many_small_launches(device):
+    """Every device that compiles, in its own process: 1,500 Adam-mini steps on small blocks,
+    including skipped steps (PyPI's PoCL 3.0 corrupted the heap when the kernel returned early
+    before its barriers)."""
+    out = run_isolated("""
+        import sys
+        import numpy as np
+        import nnlib
+        from nnlib import optim
+        nnlib.use_device(sys.argv[1])
+        for k in range(10):
+            p = nnlib.Parameter(np.random.default_rng(k).standard_normal(30), "w", block_size=10)
+            opt = optim.AdamMini([p], lr=0.1)
+            for t in range(150):
+                p.grad.set(p.numpy() if t % 50 else np.full(30, np.nan, np.float32))
+                opt.step()
+        print(opt.skipped_steps, np.isfinite(p.numpy()).all())
+    """, args=(device,))
+    assert out.split() == ["3", "True"]

@@ -41,8 +41,7 @@ def test_gpu_profile_reports_a_typical_gpu(gpu, rt):
     assert gpu.vector_width == 1 and gpu.work_group_multiple == GPU_PROFILE["work_group_multiple"]
     assert gpu.max_work_group_size == min(1024, rt.device.max_work_group_size)
     assert gpu.local_mem_size == min(48 * 1024, rt.device.local_mem_size)
-    kernel = gpu.kernel("vector", "vector_add")
-    assert gpu.work_group_size(kernel) <= gpu.max_work_group_size
+    assert gpu.launcher("vector", "vector_add").work_group_size <= gpu.max_work_group_size
 
 
 def test_gpu_profile_dense_path_matches_numpy(gpu, rng):

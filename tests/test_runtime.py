@@ -65,8 +65,8 @@ def test_unknown_kernel_file_lists_topics():
         nnlib.source("nope")
 
 
-def test_kernels_are_built_and_fetched_once(rt):
-    assert rt.kernel("vector", "vector_add") is rt.kernel("vector", "vector_add")
+def test_launchers_are_built_and_fetched_once(rt):
+    assert rt.launcher("vector", "vector_add") is rt.launcher("vector", "vector_add")
     assert rt.program("vector") is rt.program("vector")
 
 
@@ -74,13 +74,13 @@ def test_vector_add_and_profiling(rt, rng):
     n = rt.max_work_group_size + 3
     a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
     a_dev, b_dev, out = rt.to_device(a), rt.to_device(b), rt.empty((n,))
-    knl = rt.kernel("vector", "vector_add")
-    local = (min(64, rt.work_group_size(knl)),)
-    event = rt.launch(knl, (n,), local, a_dev.data, b_dev.data, out.data, np.int32(n))
+    knl = rt.launcher("vector", "vector_add")
+    local = (min(64, knl.work_group_size),)
+    event = knl((n,), local, a_dev.data, b_dev.data, out.data, np.int32(n))
     assert runtime.event_ms(event) >= 0
     np.testing.assert_array_equal(out.get(), nnlib.reference.vector_add(a, b))
-    assert runtime.time_kernel(lambda: rt.launch(knl, (n,), None, a_dev.data, b_dev.data,
-                                                 out.data, np.int32(n)), repeat=3) >= 0
+    assert runtime.time_kernel(lambda: knl((n,), None, a_dev.data, b_dev.data,
+                                           out.data, np.int32(n)), repeat=3) >= 0
 
 
 def test_a_kernel_folder_overrides_and_edits_rebuild(tmp_path, rt, rng):
@@ -92,8 +92,8 @@ def test_a_kernel_folder_overrides_and_edits_rebuild(tmp_path, rt, rng):
     a_dev, b_dev, out = rt.to_device(a), rt.to_device(b), rt.empty((5,))
 
     def run():
-        knl = cl.Kernel(rt.program("vector", folder=tmp_path), "vector_add")
-        rt.launch(knl, (5,), None, a_dev.data, b_dev.data, out.data, np.int32(5))
+        knl = rt.launcher("vector", "vector_add", folder=tmp_path)
+        knl((5,), None, a_dev.data, b_dev.data, out.data, np.int32(5))
         return out.get()
 
     np.testing.assert_array_equal(run(), a - b)

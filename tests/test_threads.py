@@ -1,6 +1,6 @@
 """Several threads on one runtime (issue 14): two threads training two networks (the article's
-Dense kernels, launched through Runtime.launch, and the fast ones, through Launchers) and a
-CATCH detector scoring, with a tiny switch interval, must give what they give one at a time.
+Dense kernels, through launchers the runtime shares, and the fast ones, through each layer's
+own copies) and a CATCH detector scoring, with a tiny switch interval, must give what they give one at a time.
 It runs in its own process: a race used to end in SIGSEGV."""
 
 import pytest

@@ -1,5 +1,8 @@
 """CATCH (ICLR 2025): channel-aware anomaly detection by frequency patching, built from the
-workbook's kernels. ``CATCH`` is the detector; ``metrics`` and ``baselines`` evaluate it."""
+workbook's kernels. ``CATCH`` is the detector; ``metrics`` and ``baselines`` evaluate it.
+
+Taught in notebooks/06_catch.
+"""
 
 from .detector import CATCH, DEFAULTS, check_series
 from .model import CATCHNet

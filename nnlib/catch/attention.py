@@ -1,12 +1,15 @@
 """The channel-masked attention core and the clustering loss on the device
 (kernels/attention.cl). Both work on the packed ``qkv`` (groups, n, 3 * heads * dh) that one
-Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads."""
+Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads.
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..reference.attention import FINITE_FILL
+from ..codes import FINITE_FILL
 from ..runtime import get_runtime
 
 MASK_FILLS = ("finite", "inf")
@@ -31,10 +34,9 @@ class MaskedAttention:
             raise ValueError(f"unknown mask fill {fill!r}; choose one of {MASK_FILLS}")
         self.rt = runtime or get_runtime()
         self.heads, self.fill = int(heads), fill
-        k = lambda name: self.rt.kernel("attention", name)  # noqa: E731
-        self._fwd = k("masked_attention_forward")
-        self._bq, self._bk = k("masked_attention_backward_query"), k(
-            "masked_attention_backward_keys")
+        self._fwd, self._bq, self._bk = (
+            self.rt.launcher("attention", f"masked_attention_{part}")
+            for part in ("forward", "backward_query", "backward_keys"))
         self._saved = None
 
     def _consts(self):
@@ -47,7 +49,7 @@ class MaskedAttention:
         out = rt.empty((g, n, h * dh))
         probs, lse = rt.empty((g, h, n, n)), rt.empty((g, h, n))
         i32 = np.int32
-        rt.launch(self._fwd, (n, h, g), None, qkv.data, mask.data, out.data, probs.data,
+        self._fwd((n, h, g), None, qkv.data, mask.data, out.data, probs.data,
                   lse.data, i32(g), i32(n), i32(h), i32(dh), *self._consts())
         self.probs, self._saved = probs, (qkv, mask, lse)
         return out
@@ -62,11 +64,11 @@ class MaskedAttention:
         g, n, dh = _geometry(qkv, mask, h)
         dqkv, dscores = rt.empty(qkv.shape), rt.empty((g, h, n, n))
         i32 = np.int32
-        rt.launch(self._bq, (n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
-                  dout.data, dqkv.data, dscores.data, dmask.data, i32(g), i32(n), i32(h),
-                  i32(dh), *self._consts(), i32(accumulate))
-        rt.launch(self._bk, (n, h, g), None, qkv.data, self.probs.data, dout.data,
-                  dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
+        self._bq((n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
+                 dout.data, dqkv.data, dscores.data, dmask.data, i32(g), i32(n), i32(h),
+                 i32(dh), *self._consts(), i32(accumulate))
+        self._bk((n, h, g), None, qkv.data, self.probs.data, dout.data,
+                 dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
         return dqkv
 
 
@@ -77,9 +79,9 @@ class ChannelDCLoss:
     def __init__(self, heads: int, tau: float = 0.07, reg: float = 0.5, runtime=None):
         self.rt = runtime or get_runtime()
         self.heads, self.tau, self.reg = int(heads), float(tau), float(reg)
-        k = lambda name: self.rt.kernel("attention", name)  # noqa: E731
-        self._fwd, self._bq = k("channel_dc_forward"), k("channel_dc_backward_query")
-        self._bk = k("channel_dc_backward_keys")
+        self._fwd, self._bq, self._bk = (
+            self.rt.launcher("attention", f"channel_dc_{part}")
+            for part in ("forward", "backward_query", "backward_keys"))
         self._saved = None
 
     def forward(self, qkv, mask):
@@ -87,7 +89,7 @@ class ChannelDCLoss:
         g, n, dh = _geometry(qkv, mask, h)
         cos, rows = rt.empty((g, n, n)), rt.empty((g, n))
         i32 = np.int32
-        rt.launch(self._fwd, (n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
+        self._fwd((n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
                   i32(n), i32(h), i32(dh), np.float32(self.tau), np.float32(self.reg))
         self._saved = (qkv, mask, cos)
         return rows
@@ -100,8 +102,8 @@ class ChannelDCLoss:
         g, n, dh = _geometry(qkv, mask, h)
         dcos = rt.empty((g, n, n))
         i32 = np.int32
-        rt.launch(self._bq, (n, g), None, qkv.data, mask.data, cos.data, dcos.data,
-                  dqkv.data, dmask.data, i32(g), i32(n), i32(h), i32(dh),
-                  np.float32(self.tau), np.float32(self.reg), np.float32(weight))
-        rt.launch(self._bk, (n, g), None, qkv.data, dcos.data, dqkv.data, i32(g), i32(n),
-                  i32(h), i32(dh))
+        self._bq((n, g), None, qkv.data, mask.data, cos.data, dcos.data,
+                 dqkv.data, dmask.data, i32(g), i32(n), i32(h), i32(dh),
+                 np.float32(self.tau), np.float32(self.reg), np.float32(weight))
+        self._bk((n, g), None, qkv.data, dcos.data, dqkv.data, i32(g), i32(n),
+                 i32(h), i32(dh))

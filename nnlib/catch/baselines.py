@@ -1,7 +1,10 @@
 """Baseline detectors on the same splits as CATCH, each ``fit(train)`` then
 ``score(series)`` -> one score per step. Features at step t are the ``lags`` last steps of
 every channel (the series' first value repeated before its start), standard-scaled on train.
-IsolationForest and PCA come from scikit-learn; the autoencoder is an nnlib Sequential."""
+IsolationForest and PCA come from scikit-learn; the autoencoder is an nnlib Sequential.
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""CATCH against the baselines on one labelled split: the rows of the results table."""
+"""CATCH against the baselines on one labelled split: the rows of the results table.
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 

@@ -19,6 +19,8 @@ Deviations, all documented in the notebook: no dropout; the mask gradient is the
 of the smooth relaxation m s + (1 - m) fill; the regular term is sum_{i != j} m_ij / (N (N-1)),
 0 for N = 1 (the official code divides by zero); the learning rates are the nominal ones;
 every step is scored: non-overlapping windows plus one window aligned to the series' end.
+
+Taught in notebooks/06_catch.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from tqdm.auto import tqdm
 from .. import optim
 from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
-from ..network import DeviceLoss
+from ..loss import DeviceLoss
 from ..runtime import resolve_runtime
+from ..sizes import ceil_div
 from .model import PROJECTIONS, CATCHNet
 from .ops import step_scores
 
@@ -141,9 +144,10 @@ class CATCH:
     def _time_rows(self, xhat, x):
         rows = self.runtime.empty((x.shape[0] * x.shape[1],))
         width = x.shape[2]
-        self.runtime.launch(self.runtime.kernel("loss", "loss_rows"), (rows.size,), None,
-                            xhat.data, x.data, rows.data, np.int32(0), np.int32(rows.size),
-                            np.int32(width), np.int32(0))
+        loss_rows = self.runtime.launcher("loss", "loss_rows")
+        loss_rows((rows.size,), None,
+                  xhat.data, x.data, rows.data, np.int32(0), np.int32(rows.size),
+                  np.int32(width), np.int32(0))
         return DeviceLoss(rows, x.size)
 
     # ------------------------------------------------------------------ training
@@ -176,7 +180,7 @@ class CATCH:
         mg = optim.Adam(mg_params, lr=cfg["mask_lr"])
         self._main = main
         rng = np.random.default_rng(self.seed)
-        n_batches = -(-len(fit_w) // cfg["batch_size"])
+        n_batches = ceil_div(len(fit_w), cfg["batch_size"])
         mg_every = max(1, min(n_batches // 10, 100))
         best, best_val, bad = None, np.inf, 0
         for p in mg_params:
@@ -224,9 +228,10 @@ class CATCH:
         xhat = self.net.forward(x, rt.to_device(noise))
         count = x.size
         dxhat = rt.empty(x.shape)
-        rt.launch(rt.kernel("loss", "output_gradient"), (count,), None, xhat.data, x.data,
-                  dxhat.data, np.int32(count), np.float32(1.0 / count), np.int32(0),
-                  np.int32(0))
+        output_gradient = rt.launcher("loss", "output_gradient")
+        output_gradient((count,), None, xhat.data, x.data,
+                        dxhat.data, np.int32(count), np.float32(1.0 / count), np.int32(0),
+                        np.int32(0))
         groups = x.shape[0] * self.net.patches
         dc_weight = cfg["dc_lambda"] / (cfg["e_layers"] * groups)
         err = self.net.backward(dxhat, cfg["auxi_lambda"] / count, dc_weight)

@@ -1,5 +1,8 @@
 """Anomaly-detection metrics on per-step scores and 0/1 labels: AUC-ROC and AUC-PR from
-scikit-learn, best F1 over thresholds and F1 at a percentile threshold."""
+scikit-learn, best F1 over thresholds and F1 at a percentile threshold.
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 

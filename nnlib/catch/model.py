@@ -10,13 +10,15 @@ Shapes, with B windows of T steps and N channels, P/S the patch size/stride, L p
      (3 x residual ReLU Dense(L D -> L D), Dense(L D -> T)) = Re, Im of a spectrum Z
   -> iFFT -> [Re | Im] -> Dense(2T -> T) -> RevIN denorm = xhat (B, N, T).
 Loss = mean (xhat - x)^2 + auxi_lambda mean |Z - FFT(RevIN x)| + dc_lambda L_DC.
+
+Taught in notebooks/06_catch.
 """
 
 from __future__ import annotations
 
 from .. import fft
 from ..layers import ComplexConv1d, Dense
-from ..network import DeviceLoss
+from ..loss import DeviceLoss
 from .attention import ChannelDCLoss, MaskedAttention
 from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_rows,
                   revin_denorm, revin_norm, split_rows, swap_axes12)

@@ -1,7 +1,10 @@
 """Small device operations of the CATCH graph (kernels/catch.cl): layer norm, GELU, the mask
 generator, RevIN, frequency patches, axis swaps, row joins, the frequency loss and the
 per-step scores. Arrays are numpy or pyopencl arrays of any layout (each goes through
-``Runtime.to_device``); series are (batch, channels, time)."""
+``Runtime.to_device``); series are (batch, channels, time).
+
+Taught in notebooks/06_catch.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +16,6 @@ from ..layers.base import Layer, positive_int
 from ..parameter import Parameter
 
 i32, f32 = np.int32, np.float32
-
-
-def _k(rt, name):
-    return rt.kernel("catch", name)
 
 
 class LayerNorm(Layer):
@@ -43,8 +42,9 @@ class LayerNorm(Layer):
                              f"{x.shape}")
         rows = x.size // c
         y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty((rows,))
-        rt.launch(_k(rt, "layer_norm_forward"), (rows,), None, x.data, self.gamma.value.data,
-                  self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
+        layer_norm_forward = rt.launcher("catch", "layer_norm_forward")
+        layer_norm_forward((rows,), None, x.data, self.gamma.value.data,
+                           self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
         self._saved = (xhat, rstd)
         return y
 
@@ -56,10 +56,12 @@ class LayerNorm(Layer):
         grad_out = rt.to_device(grad_out, "LayerNorm grad_out", shape=xhat.shape)
         rows = xhat.size // c
         dx = rt.empty(xhat.shape)
-        rt.launch(_k(rt, "layer_norm_backward_input"), (rows,), None, grad_out.data,
-                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c))
-        rt.launch(_k(rt, "layer_norm_backward_params"), (c,), None, grad_out.data, xhat.data,
-                  self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
+        layer_norm_backward_input = rt.launcher("catch", "layer_norm_backward_input")
+        layer_norm_backward_input((rows,), None, grad_out.data, self.gamma.value.data,
+                                  xhat.data, rstd.data, dx.data, i32(rows), i32(c))
+        layer_norm_backward_params = rt.launcher("catch", "layer_norm_backward_params")
+        layer_norm_backward_params((c,), None, grad_out.data, xhat.data,
+                                   self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
         return dx
 
 
@@ -74,8 +76,9 @@ class GELU(Layer):
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
         y = self.runtime.empty(x.shape)
-        self.runtime.launch(_k(self.runtime, "gelu_forward"), (x.size,), None, x.data, y.data,
-                            i32(x.size))
+        gelu_forward = self.runtime.launcher("catch", "gelu_forward")
+        gelu_forward((x.size,), None, x.data, y.data,
+                     i32(x.size))
         self._x = x
         return y
 
@@ -84,8 +87,9 @@ class GELU(Layer):
             raise RuntimeError("GELU.backward called before forward")
         grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=self._x.shape)
         dx = self.runtime.empty(grad_out.shape)
-        self.runtime.launch(_k(self.runtime, "gelu_backward"), (dx.size,), None, self._x.data,
-                            grad_out.data, dx.data, i32(dx.size))
+        gelu_backward = self.runtime.launcher("catch", "gelu_backward")
+        gelu_backward((dx.size,), None, self._x.data,
+                      grad_out.data, dx.data, i32(dx.size))
         return dx
 
 
@@ -122,9 +126,10 @@ class MaskGenerator(Layer):
             raise ValueError("MaskGenerator patches: batch is empty")
         noise = rt.to_device(noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
-        rt.launch(_k(rt, "mask_sample"), (n, n, groups), None, z.data, self.weight.value.data,
-                  noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
-                  i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
+        mask_sample = rt.launcher("catch", "mask_sample")
+        mask_sample((n, n, groups), None, z.data, self.weight.value.data,
+                    noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
+                    i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
         self.prob, self._saved = prob, (z, slope)
         return mask
 
@@ -135,9 +140,10 @@ class MaskGenerator(Layer):
             raise RuntimeError("MaskGenerator.backward called before forward")
         z, slope = self._saved
         grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
-        rt.launch(_k(rt, "mask_weight_grad"), (self.width, self.n), None, z.data, slope.data,
-                  grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
-                  i32(self.width))
+        mask_weight_grad = rt.launcher("catch", "mask_weight_grad")
+        mask_weight_grad((self.width, self.n), None, z.data, slope.data,
+                         grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
+                         i32(self.width))
 
 
 def revin_norm(rt, x):
@@ -145,8 +151,9 @@ def revin_norm(rt, x):
     x = rt.to_device(x, "revin_norm input", shape=(None, None, None))
     b, c, t = x.shape
     out, mean, std = rt.empty(x.shape), rt.empty((b, c)), rt.empty((b, c))
-    rt.launch(_k(rt, "revin_norm"), (b * c,), None, x.data, out.data, mean.data, std.data,
-              i32(b * c), i32(t))
+    revin_norm = rt.launcher("catch", "revin_norm")
+    revin_norm((b * c,), None, x.data, out.data, mean.data, std.data,
+               i32(b * c), i32(t))
     return out, mean, std
 
 
@@ -159,8 +166,9 @@ def revin_denorm(rt, y, mean, std, shift: bool = True):
         raise ValueError(f"revin_denorm: {y.shape} does not split into {mean.size} rows")
     rows, t = mean.size, y.size // mean.size
     out = rt.empty(y.shape)
-    rt.launch(_k(rt, "revin_denorm"), (t, rows), None, y.data, mean.data, std.data, out.data,
-              i32(rows), i32(t), i32(shift))
+    revin_denorm = rt.launcher("catch", "revin_denorm")
+    revin_denorm((t, rows), None, y.data, mean.data, std.data, out.data,
+                 i32(rows), i32(t), i32(shift))
     return out
 
 
@@ -173,8 +181,9 @@ def freq_patches(rt, spec, p: int, s: int):
         raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
-    rt.launch(_k(rt, "freq_patches"), (2 * p, c, b * patches), None, spec.data, out.data,
-              i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
+    freq_patches = rt.launcher("catch", "freq_patches")
+    freq_patches((2 * p, c, b * patches), None, spec.data, out.data,
+                 i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
     return out
 
 
@@ -183,8 +192,9 @@ def swap_axes12(rt, x):
     x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
-    rt.launch(_k(rt, "swap_axes12"), (n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
-              i32(n1), i32(n2), i32(n3))
+    swap_axes12 = rt.launcher("catch", "swap_axes12")
+    swap_axes12((n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
+                i32(n1), i32(n2), i32(n3))
     return out
 
 
@@ -194,7 +204,8 @@ def join_rows(rt, a, b):
     b = rt.to_device(b, "join_rows b", shape=(a.shape[0], None))
     rows, na, nb = a.shape[0], a.shape[1], b.shape[1]
     out = rt.empty((rows, na + nb))
-    rt.launch(_k(rt, "join_rows"), (na + nb, rows), None, a.data, b.data, out.data, i32(rows),
+    join_rows = rt.launcher("catch", "join_rows")
+    join_rows((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
               i32(na), i32(nb), i32(0))
     return out
 
@@ -206,7 +217,8 @@ def split_rows(rt, x, na: int):
     if not 0 <= na <= width:
         raise ValueError(f"split_rows: na must lie in [0, {width}], got {na}")
     a, b = rt.empty((rows, na)), rt.empty((rows, width - na))
-    rt.launch(_k(rt, "join_rows"), (width, rows), None, a.data, b.data, x.data, i32(rows),
+    join_rows = rt.launcher("catch", "join_rows")
+    join_rows((width, rows), None, a.data, b.data, x.data, i32(rows),
               i32(na), i32(width - na), i32(1))
     return a, b
 
@@ -223,8 +235,9 @@ def freq_mae(rt, z, y, grad, weight: float):
                          f"{getattr(grad, 'shape', grad)}")
     rows, t = z.shape[0], z.shape[1] // 2
     err = rt.empty((rows, t))
-    rt.launch(_k(rt, "freq_mae"), (t, rows), None, z.data, y.data, err.data, grad.data,
-              i32(rows), i32(t), f32(weight))
+    freq_mae = rt.launcher("catch", "freq_mae")
+    freq_mae((t, rows), None, z.data, y.data, err.data, grad.data,
+             i32(rows), i32(t), f32(weight))
     return err
 
 
@@ -233,8 +246,9 @@ def add(rt, a, b):
     a = rt.to_device(a, "add a")
     b = rt.to_device(b, "add b", shape=a.shape)
     out = rt.empty(a.shape)
-    rt.launch(rt.kernel("vector", "vector_add"), (a.size,), None, a.data, b.data, out.data,
-              i32(a.size))
+    vector_add = rt.launcher("vector", "vector_add")
+    vector_add((a.size,), None, a.data, b.data, out.data,
+               i32(a.size))
     return out
 
 
@@ -248,10 +262,12 @@ def step_scores(rt, x, xhat, p: int, lam: float):
         raise ValueError(f"step_scores: need 1 <= p <= {t}, got {p}")
     count = t - p + 1
     windows = rt.empty((b, c, count, p), np.complex64)
-    rt.launch(_k(rt, "residual_windows"), (p, count, b * c), None, x.data, xhat.data,
-              windows.data, i32(b * c), i32(t), i32(p))
+    residual_windows = rt.launcher("catch", "residual_windows")
+    residual_windows((p, count, b * c), None, x.data, xhat.data,
+                     windows.data, i32(b * c), i32(t), i32(p))
     spec = fft.fft(windows, runtime=rt)
     out = rt.empty((b, t))
-    rt.launch(_k(rt, "step_scores"), (t, b), None, x.data, xhat.data, spec.data, out.data,
-              i32(b), i32(c), i32(t), i32(p), f32(lam))
+    step_scores = rt.launcher("catch", "step_scores")
+    step_scores((t, b), None, x.data, xhat.data, spec.data, out.data,
+                i32(b), i32(c), i32(t), i32(p), f32(lam))
     return out

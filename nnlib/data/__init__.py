@@ -1,4 +1,7 @@
-"""Data for the workbook: EURUSD H1 bars and the seed's fractal classification task."""
+"""Data for the workbook: EURUSD H1 bars and the seed's fractal classification task.
+
+Taught in notebooks/02_train_fractal_classifier.
+"""
 
 from .anomalies import ANOMALY_KINDS, anomaly_dataset, eurusd_anomaly_split, eurusd_channels, inject  # noqa: F401,E501
 from .eurusd import (

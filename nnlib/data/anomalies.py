@@ -4,6 +4,8 @@ as a multichannel series with anomalies injected at known places.
 
     data = anomaly_dataset("shapelet", seed=0)   # dict: train, test, labels, kind
     series, names = eurusd_channels(load_eurusd())
+
+Taught in notebooks/06_catch.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """EURUSD H1 bars, read from the installed ``backtesting`` package (never copied here:
-its licence is AGPL), and the seed's fractal classifier dataset."""
+its licence is AGPL), and the seed's fractal classifier dataset.
+
+Taught in notebooks/02_train_fractal_classifier.
+"""
 
 from __future__ import annotations
 

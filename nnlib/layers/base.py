@@ -1,4 +1,7 @@
-"""The Layer interface every layer follows (Sequential and save/load rely on it)."""
+"""The Layer interface every layer follows (Sequential and save/load rely on it).
+
+Taught in notebooks/01_dense_kernels.
+"""
 
 from __future__ import annotations
 

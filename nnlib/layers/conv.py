@@ -12,18 +12,20 @@ Geometry, the same for both layers:
   out_len = (length - window) // step + 1; length < window is an error.
 ComplexConv1d stores its complex weights as float32 arrays with a trailing axis (re, im),
 which is float2 on the device; their gradients are dL/dRe + i dL/dIm.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..activations import ACTIVATIONS, activation_code
+from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
+from ..sizes import ceil_div
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
-COMPLEX_ACTIVATIONS = {"none": 0, "tanh": 1, "split_sigmoid": 2, "modrelu": 3}
 
 
 def forward_tile(rt) -> tuple:
@@ -50,9 +52,9 @@ class _Conv1dBase(Layer):
             raise ValueError(f"{name}: unknown layout {layout!r}; choose one of {LAYOUTS}")
         self.shared, self.layout, self.seed = bool(shared), layout, check_seed(name, seed)
         self.groups = 1 if self.shared else self.variables
-        k = lambda s: self.runtime.kernel("conv", f"{self.prefix}conv1d_{s}")  # noqa: E731
-        self._forward, self._input, self._weight = k("forward"), k("backward_input"), k(
-            "backward_weight")
+        self._forward, self._input, self._weight = (
+            self.runtime.launcher("conv", f"{self.prefix}conv1d_{product}")
+            for product in ("forward", "backward_input", "backward_weight"))
         self._blocked = None  # a register-blocked forward for step 1, if the layer has one
         self._x = self._y = None
 
@@ -104,23 +106,23 @@ class _Conv1dBase(Layer):
         rows, t = int(geo[0]), int(geo[6])
         if self._blocked is not None and self.step == 1:
             cv, cf = self._tile
-            self.runtime.launch(self._blocked, (-(-t // cv), -(-self.filters // cf), rows),
-                                None, x.data, self.weight.value.data, self.bias.value.data,
-                                out.data, *geo[:4], *geo[5:])
+            self._blocked((ceil_div(t, cv), ceil_div(self.filters, cf), rows),
+                          None, x.data, self.weight.value.data, self.bias.value.data,
+                          out.data, *geo[:4], *geo[5:])
             return
-        self.runtime.launch(self._forward, (t, self.filters, rows), None, x.data,
-                            self.weight.value.data, self.bias.value.data, out.data, *geo,
-                            *extra)
+        self._forward((t, self.filters, rows), None, x.data,
+                      self.weight.value.data, self.bias.value.data, out.data, *geo,
+                      *extra)
 
     def _conv_backward(self, dz):
         """dL/dx from dL/dz (before the activation); accumulates weight.grad and bias.grad."""
         x, geo = self._x, self._geometry(self._x)
         rows, length = int(geo[0]), x.shape[2]
-        self.runtime.launch(self._weight, (self.window + 1, self.filters, self.groups), None,
-                            dz.data, x.data, self.weight.grad.data, self.bias.grad.data, *geo)
+        self._weight((self.window + 1, self.filters, self.groups), None,
+                     dz.data, x.data, self.weight.grad.data, self.bias.grad.data, *geo)
         dx = self.runtime.empty(x.shape, self.dtype)
-        self.runtime.launch(self._input, (length, rows), None, dz.data,
-                            self.weight.value.data, dx.data, *geo)
+        self._input((length, rows), None, dz.data,
+                    self.weight.value.data, dx.data, *geo)
         return dx
 
     def release(self) -> None:
@@ -156,7 +158,7 @@ class Conv1d(_Conv1dBase):
                                 block_size=self.window, runtime=self.runtime)
         self.bias = Parameter(rng.uniform(-bound, bound, shape), "bias", block_size=1,
                               runtime=self.runtime)
-        self._act_backward = self.runtime.kernel("activation", "activation_backward")
+        self._act_backward = self.runtime.launcher("activation", "activation_backward")
 
     def forward(self, x):
         x = self._take_input(x)
@@ -169,8 +171,8 @@ class Conv1d(_Conv1dBase):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
         dy = self._take_grad(grad_out)
         dz = self.runtime.empty(dy.shape)
-        self.runtime.launch(self._act_backward, (dy.size,), None, self._y.data, dy.data,
-                            dz.data, np.int32(dy.size), np.int32(self.act))
+        self._act_backward((dy.size,), None, self._y.data, dy.data,
+                           dz.data, np.int32(dy.size), np.int32(self.act))
         return self._conv_backward(dz)
 
 
@@ -206,10 +208,10 @@ class ComplexConv1d(_Conv1dBase):
                                 block_size=2 * self.window, runtime=self.runtime)
         self.bias = Parameter(rng.uniform(-bound, bound, shape + (2,)), "bias", block_size=2,
                               runtime=self.runtime)
-        self._act = [self.runtime.kernel("conv", f"complex_activation_{s}")
+        self._act = [self.runtime.launcher("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
         self._tile = forward_tile(self.runtime)
-        self._blocked = self.runtime.kernel("conv", "cconv1d_forward_blocked",
+        self._blocked = self.runtime.launcher("conv", "cconv1d_forward_blocked",
                                             (f"-DCV={self._tile[0]}", f"-DCF={self._tile[1]}"))
         self._z = None
 
@@ -236,9 +238,9 @@ class ComplexConv1d(_Conv1dBase):
         y = z
         if self.act:
             y = self.runtime.empty(z.shape, np.complex64)
-            self.runtime.launch(self._act[0], (z.size,), None, z.data, y.data,
-                                np.int32(z.size), np.int32(self.act),
-                                np.float32(self.modrelu_b))
+            self._act[0]((z.size,), None, z.data, y.data,
+                         np.int32(z.size), np.int32(self.act),
+                         np.float32(self.modrelu_b))
         self._x, self._z, self._y = x, z, y
         return y
 
@@ -248,7 +250,7 @@ class ComplexConv1d(_Conv1dBase):
         gz = gy
         if self.act:
             gz = self.runtime.empty(gy.shape, np.complex64)
-            self.runtime.launch(self._act[1], (gy.size,), None, self._z.data, self._y.data,
-                                gy.data, gz.data, np.int32(gy.size), np.int32(self.act),
-                                np.float32(self.modrelu_b))
+            self._act[1]((gy.size,), None, self._z.data, self._y.data,
+                         gy.data, gz.data, np.int32(gy.size), np.int32(self.act),
+                         np.float32(self.modrelu_b))
         return self._conv_backward(gz)

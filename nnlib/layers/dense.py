@@ -1,202 +1,36 @@
-"""Dense (fully connected) layer: y = act(x @ weight.T + bias), as OpenCL kernels."""
+"""Dense (fully connected) layer: y = act(x @ weight.T + bias), as OpenCL kernels.
+
+The products run in one of two designs with one interface (``forward``, ``backward_input``,
+``backward_weight``): the article's (:mod:`.dense_article`, the teaching path) or the blocked
+one (:mod:`.dense_blocked`, the speed path, tuned with :mod:`.dense_params`).
+
+Taught in notebooks/01_dense_kernels, notebooks/03_cpu_vs_gpu.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..activations import ACTIVATIONS, activation_code
-from .. import tuning
-from ..launcher import Launcher
+from ..codes import ACTIVATIONS, activation_code
 from ..parameter import Parameter
 from .base import Layer, check_seed, positive_int
+from .dense_article import ArticleDenseKernels
+from .dense_blocked import BlockedDenseKernels
+from .dense_params import (PRODUCTS, TUNE_SHAPE, TUNE_WIDTH, build_options,  # noqa: F401
+                           candidates, default_params, measure, shape_class)
 
 VARIANTS = ("fast", "seed")
-PRODUCTS = ("forward", "input", "weight")  # the three products of the fast design
-# Batch classes: the tile that suits batch 64 wastes most of its rows on batch 1, so each
-# class is tuned on its own representative problem (batch, 512 -> 512).
-BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
-TUNE_SHAPE = {"b1": 1, "b4": 4, "b64": 64}
-TUNE_WIDTH = 512
 
 
-def _blocks(n: int, tile: int) -> int:
-    return -(-n // tile)
-
-
-def shape_class(product: str, batch: int) -> str:
-    """The batch class whose tuned parameters ``product`` uses at ``batch``. dW sums over
-    the batch (its tile runs along n_out and n_in): one class serves every batch."""
-    if product == "weight":
-        return "b64"
-    return next(name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
-
-
-def _vector_widths(rt) -> list:
-    """Vector widths worth trying: the device's preference (at least 4) and twice it (two
-    registers per vector: more independent accumulators)."""
-    base = max(4, rt.vector_width)
-    return sorted({base, min(16, 2 * base)})
-
-
-def default_params(rt, product: str) -> dict:
-    """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
-    (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
-    task, where 16 work-items of large tiles are plenty."""
-    vw = max(4, rt.vector_width)
-    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
-    if product == "forward":
-        return {"NT_I": 6, **common}
-    return {"TN_R": 6, "TN_V": 4, **common}
-
-
-def candidates(rt, product: str, shape: str) -> list:
-    """The parameter sets the tuner tries for ``product`` on problems of batch class
-    ``shape``; every one is a correct kernel (tests/test_dense.py runs them all).
-
-    Most promising first (a search that runs out of time goes on from there next time): the
-    default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
-    the batch class, each with vloadN and by hand, at the device's vector width; the middle
-    tile at twice the width; the default with fma() and with a work-group four times larger.
-    Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
-    rows = {"b1": (1, 2), "b4": (2, 4), "b64": (4, 6, 8)}[shape]
-    if product == "weight":  # rows of dW (n_out), whatever the batch
-        rows = (4, 6, 8)
-    base = default_params(rt, product)
-    wide = min(16, 2 * base["VW"])
-
-    def tile(r, vw):
-        if product == "forward":
-            return {"NT_I": r, "VW": vw}
-        return {"TN_R": r, "TN_V": 2 if vw == 16 else 4, "VW": vw}
-
-    out = [base, dict(base, VLOAD=0)]
-    out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
-    out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
-    out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
-    return [c for i, c in enumerate(out) if c not in out[:i]]
-
-
-def build_options(params: dict) -> tuple:
-    return tuple(f"-D{k}={v}" for k, v in sorted(params.items()) if k != "LOCAL")
-
-
-class DenseKernels:
-    """The products of a dense layer on one runtime, in one of two designs.
-
-    ``"seed"``: one work-item per output value (the source article's design);
-    ``"fast"``: register-blocked kernels (the default), ``gemm_nt`` for the forward pass and
-    ``gemm_tn`` for both gradients. Their parameters (tile rows, vector width, loads by
-    ``vloadN`` or by hand, ``fma`` or plain arithmetic, work-group size) are chosen per device,
-    product and batch class by :mod:`nnlib.tuning` on first use, or fixed with ``params``
-    (``{product: {...}}``, e.g. for tests). Each method only enqueues work.
-    """
-
-    def __init__(self, runtime, variant: str = "fast", params: dict | None = None):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown dense variant {variant!r}; choose one of {VARIANTS}")
-        self.runtime, self.variant = runtime, variant
-        self._fixed = dict(params or {})
-        for product in self._fixed:
-            if product not in PRODUCTS:
-                raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
-        self._launchers: dict = {}  # (product, batch class) -> (Launcher, params)
-        if variant == "seed":
-            k = lambda name: runtime.kernel("dense", name)  # noqa: E731
-            self._forward = k("dense_forward_seed")
-            self._input = k("dense_backward_input_seed")
-            self._weight = k("dense_backward_weight_seed")
-            self._bias = k("dense_backward_bias")
-            self._act_backward = runtime.kernel("activation", "activation_backward")
-
-    def params(self, product: str, batch: int) -> dict:
-        """The parameters ``product`` runs with at ``batch`` on this device."""
-        if product in self._fixed:
-            return dict(self._fixed[product])
-        shape = shape_class(product, batch)
-        return tuning.tuned(self.runtime, f"dense.{product}", shape,
-                            candidates(self.runtime, product, shape),
-                            lambda p: measure(self.runtime, product, shape, p),
-                            default_params(self.runtime, product))
-
-    def _launcher(self, product: str, batch: int):
-        key = (product, shape_class(product, batch))
-        if key not in self._launchers:
-            params = self.params(product, batch)
-            kernel = self.runtime.kernel("dense", "gemm_nt" if product == "forward" else
-                                         "gemm_tn", build_options(params))
-            local = (min(params["LOCAL"], self.runtime.work_group_size(kernel)), 1)
-            self._launchers[key] = (Launcher(self.runtime, kernel), params, local)
-        return self._launchers[key]
-
-    def forward(self, x, w, b, y, act: int):
-        batch, n_in = x.shape
-        n_out = w.shape[0]
-        i32 = np.int32
-        if self.variant == "seed":
-            return self.runtime.launch(self._forward, (n_out, batch), None, x.data, w.data,
-                                       b.data, y.data, i32(batch), i32(n_in), i32(n_out),
-                                       i32(act))
-        launcher, p, local = self._launcher("forward", batch)
-        grid = (_blocks(batch, p["NT_I"]), _blocks(n_out, 4))
-        return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
-                        i32(n_in), b.data, i32(act))
-
-    def _tn(self, product, batch, p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, gate=None,
-            act=0, rowsum=None):
-        """C (+)= P^T B on gemm_tn, times act'(gate) if ``act``; ``rowsum`` (a device array)
-        also gets P's column sums."""
-        launcher, prm, local = self._launcher(product, batch)
-        grid = (_blocks(nrows, prm["TN_R"]), _blocks(ncols, prm["TN_V"] * prm["VW"]))
-        i32 = np.int32
-        return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
-                        i32(nrows), i32(ncols), i32(nk), i32(accumulate),
-                        (c if gate is None else gate).data, i32(act), i32(rowsum is not None),
-                        (c if rowsum is None else rowsum).data)
-
-    def backward_input(self, dz, w, dx, x=None, act: int = 0):
-        """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
-        batch, n_out = dz.shape
-        n_in = w.shape[1]
-        if self.variant == "fast":  # dX = (dZ^T)^T W
-            return self._tn("input", batch, dz, 1, n_out, w, dx, batch, n_in, n_out, False,
-                            x, act)
-        event = self.runtime.launch(self._input, (n_in, batch), None, dz.data, w.data,
-                                    dx.data, np.int32(batch), np.int32(n_in), np.int32(n_out))
-        if act:
-            event = self.runtime.launch(self._act_backward, (dx.size,), None, x.data, dx.data,
-                                        dx.data, np.int32(dx.size), np.int32(act))
-        return event
-
-    def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
-        """dw += dz^T x and db += column sums of dz (or = without ``accumulate``)."""
-        batch, n_out = dz.shape
-        n_in = x.shape[1]
-        if self.variant == "fast":  # one launch
-            return self._tn("weight", batch, dz, n_out, 1, x, dw, n_out, n_in, batch,
-                            accumulate, rowsum=db)
-        if not accumulate:
-            self.runtime.fill(dw, 0)
-            self.runtime.fill(db, 0)
-        i32 = np.int32
-        self.runtime.launch(self._weight, (n_in, n_out), None, dz.data, x.data, dw.data,
-                            i32(batch), i32(n_in), i32(n_out))
-        return self.runtime.launch(self._bias, (n_out,), None, dz.data, db.data, i32(batch),
-                                   i32(n_out))
-
-
-def measure(rt, product: str, shape: str, params: dict) -> float:
-    """Seconds per launch of ``product`` with ``params`` on the representative problem of
-    batch class ``shape`` (batch, TUNE_WIDTH -> TUNE_WIDTH, tanh), data on the device."""
-    batch, n = TUNE_SHAPE[shape], TUNE_WIDTH
-    rng = np.random.default_rng(0)
-    x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
-                for s in ((batch, n), (n, n), (batch, n)))
-    b, out, dw = rt.zeros((n,)), rt.empty((batch, n)), rt.zeros((n, n))
-    kernels = DenseKernels(rt, params={product: params})
-    run = {"forward": lambda: kernels.forward(x, w, b, out, 1),
-           "input": lambda: kernels.backward_input(dz, w, out, x, 1),
-           "weight": lambda: kernels.backward_weight(dz, x, dw, b)}[product]
-    return tuning.time_launches(run, rt.queue.finish)
+def DenseKernels(runtime, variant: str = "fast", params: dict | None = None):
+    """The products of a dense layer on ``runtime`` in the design ``variant``: "seed" (the
+    article's, one work-item per output) or "fast" (blocked; ``params`` fixes its tuning
+    parameters, ``{product: {...}}``)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown dense variant {variant!r}; choose one of {VARIANTS}")
+    if variant == "seed":
+        return ArticleDenseKernels(runtime)
+    return BlockedDenseKernels(runtime, params)
 
 
 class Dense(Layer):
@@ -221,9 +55,9 @@ class Dense(Layer):
                               runtime=self.runtime)
         self.kernels = DenseKernels(self.runtime, variant)
         rt = self.runtime
-        self._act_backward = Launcher(rt, rt.kernel("activation", "activation_backward"))
-        self._softmax = Launcher(rt, rt.kernel("activation", "softmax_rows"))
-        self._softmax_backward = Launcher(rt, rt.kernel("activation", "softmax_backward_rows"))
+        self._act_backward = rt.launcher("activation", "activation_backward").copy()
+        self._softmax = rt.launcher("activation", "softmax_rows").copy()
+        self._softmax_backward = rt.launcher("activation", "softmax_backward_rows").copy()
         self._x = self._y = None
 
     @property

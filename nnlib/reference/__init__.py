@@ -1,6 +1,8 @@
 """The numpy maths of every kernel: what the tests compare with and the notebooks show.
 
 Every function works in the dtype it is given (float64 for gradient checks).
+
+Taught in notebooks/01_dense_kernels.
 """
 
 from .dense import *  # noqa: F401,F403

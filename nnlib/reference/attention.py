@@ -2,15 +2,18 @@
 
 ``qkv`` is (groups, n, 3 * heads * dh) ([q heads | k heads | v heads] per token), ``mask``
 (groups, n, n). See the kernel file for the formulas; here they are written with arrays.
+
+Taught in notebooks/06_catch.
 """
 
 import numpy as np
+
+from ..codes import FINITE_FILL
 
 __all__ = ["FINITE_FILL", "split_qkv", "masked_attention_forward",
            "masked_attention_backward", "channel_dc_rows", "channel_dc_backward",
            "seed_masked_attention_forward", "seed_attention_key_grad"]
 
-FINITE_FILL = -np.log(1e10)  # the official code's "large negative", added before the scaling
 
 
 def split_qkv(qkv, heads: int):

@@ -1,5 +1,8 @@
 """The CATCH kernels of kernels/catch.cl in numpy (series laid out (batch, channels, time)),
-plus the whole forward pass of the detector for the tests."""
+plus the whole forward pass of the detector for the tests.
+
+Taught in notebooks/06_catch.
+"""
 
 from math import erf
 

@@ -6,6 +6,8 @@ variable) or 1 (one filter bank shared by all variables); bias (groups, filters)
 (batch, variables, filters, out_len) for layout "channels", (batch, variables, out_len,
 filters) for "tokens"; out_len = (length - window) // step + 1.
 Complex gradients use the conjugate convention G = dL/dRe + i dL/dIm.
+
+Taught in notebooks/05_complex_and_fft.
 """
 
 import numpy as np

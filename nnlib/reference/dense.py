@@ -1,8 +1,11 @@
-"""Dense layer, activations and losses in numpy."""
+"""Dense layer, activations and losses in numpy.
+
+Taught in notebooks/01_dense_kernels.
+"""
 
 import numpy as np
 
-from ..activations import LEAKY_SLOPE
+from ..codes import LEAKY_SLOPE
 
 __all__ = ["activate", "activate_grad", "softmax", "dense_forward", "dense_backward",
            "mse", "cross_entropy", "output_gradient", "vector_add"]

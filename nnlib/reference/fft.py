@@ -1,6 +1,11 @@
-"""The FFT algorithms of kernels/fft.cl in numpy, along the last axis (np.fft is the oracle)."""
+"""The FFT algorithms of kernels/fft.cl in numpy, along the last axis (np.fft is the oracle).
+
+Taught in notebooks/05_complex_and_fft.
+"""
 
 import numpy as np
+
+from ..sizes import is_smooth, radices  # the stages the kernels use
 
 __all__ = ["dft", "radices", "is_smooth", "stockham_stage", "fft_stages", "fft_pow2",
            "fft_mixed", "bluestein", "fft_adjoint"]
@@ -12,31 +17,6 @@ def dft(x, inverse: bool = False):
     sign = 1 if inverse else -1
     jk = np.outer(np.arange(n), np.arange(n)) % n
     return x @ np.exp(sign * 2j * np.pi * jk / n)
-
-
-def is_smooth(n: int) -> bool:
-    """Whether n >= 2 has no prime factor but 2, 3 and 5 (the kernels' radices)."""
-    if n < 2:
-        return False
-    for prime in (2, 3, 5):
-        while n % prime == 0:
-            n //= prime
-    return n == 1
-
-
-def radices(n: int) -> list:
-    """The Stockham stages the kernels use for n = 2^a 3^b 5^c: for the power of two, one
-    radix-2 stage if a is odd, then radix-4 stages; then radix 3 and radix 5 stages
-    (1024 -> [4, 4, 4, 4, 4]; 8 -> [2, 4]; 96 -> [2, 4, 4, 3]; 1000 -> [2, 4, 5, 5, 5])."""
-    if not is_smooth(n):
-        raise ValueError(f"need a length >= 2 whose only prime factors are 2, 3 and 5, got {n}")
-    log = (n & -n).bit_length() - 1
-    threes = fives = 0
-    while n % 3 == 0:
-        n, threes = n // 3, threes + 1
-    while n % 5 == 0:
-        n, fives = n // 5, fives + 1
-    return [2] * (log % 2) + [4] * (log // 2) + [3] * threes + [5] * fives
 
 
 def stockham_stage(src, p: int, radix: int, inverse: bool = False):

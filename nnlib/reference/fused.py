@@ -1,4 +1,7 @@
-"""One fused training step of an MLP in numpy: what kernels/fused_mlp.cl computes per step."""
+"""One fused training step of an MLP in numpy: what kernels/fused_mlp.cl computes per step.
+
+Taught in notebooks/03_cpu_vs_gpu.
+"""
 
 import numpy as np
 

@@ -2,6 +2,8 @@
 
 Each takes the weights, the gradient, the state arrays and the step number ``t`` (from 1)
 and returns the new weights and state. They work in float64 for checks.
+
+Taught in notebooks/04_optimizers.
 """
 
 import numpy as np

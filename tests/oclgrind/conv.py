@@ -17,7 +17,8 @@ for shared, layout in ((False, "channels"), (True, "tokens")):
 a = rt.to_device(z[0].astype(np.complex64), dtype=np.complex64)
 out = rt.empty(a.shape, np.complex64)
 for op in range(7):
-    rt.launch(rt.kernel("complex", "complex_ops"), (a.size,), None, a.data, a.data, out.data,
-              np.int32(a.size), np.int32(op))
+    complex_ops = rt.launcher("complex", "complex_ops")
+    complex_ops((a.size,), None, a.data, a.data, out.data,
+                np.int32(a.size), np.int32(op))
 rt.queue.finish()
 print("kernels run: conv1d_*, cconv1d_*, complex_activation_*, complex_ops")

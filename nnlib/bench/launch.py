@@ -1,16 +1,17 @@
 """What a kernel launch and a host<->device copy cost: why batch 1 is launch-bound.
 
-    .venv/bin/python -m benchmarks.launch [--count 200] [--repeat 7] [--pocl-threads 2]
+    .venv/bin/python -m nnlib.bench.launch [--count 200] [--repeat 7] [--pocl-threads 2]
 
 Microseconds (medians) per: enqueue of a tiny kernel (arguments set beforehand, as
-pyopencl's call does them, through nnlib's ``Runtime.launch``, and through a ``Launcher``,
-which sets only the arguments that changed); enqueue followed by
+pyopencl's call does them, through nnlib's ``Launcher`` with new arguments each time, and
+through a ``Launcher`` with the same ones, which it does not set again); enqueue followed by
 ``queue.finish()`` (a synchronous round trip); blocking copies host -> device and device ->
 host of 64 bytes to 16 MiB; and the device time of the tiny kernel from profiling events.
 Writes build/bench/launch.json.
 """
 
 import argparse
+import itertools
 
 import numpy as np
 
@@ -31,14 +32,14 @@ def main(argv=None):
     import pyopencl as cl
 
     import nnlib
-    from nnlib.launcher import Launcher
     from nnlib.runtime import time_kernel
 
     rt = nnlib.get_runtime()
     n = 256
     a = rt.zeros((n,))
-    out = rt.empty((n,))
-    kernel = rt.kernel("vector", "vector_add")
+    out, other = rt.empty((n,)), rt.empty((n,))
+    launcher = rt.launcher("vector", "vector_add").copy()
+    kernel = cl.Kernel(launcher.kernel.program, "vector_add")  # pyopencl's own handle
     count = args.count
 
     def per_launch(enqueue):
@@ -49,26 +50,26 @@ def main(argv=None):
         return median_s(run, args.repeat) / count * 1e6
 
     kernel.set_args(a.data, a.data, out.data, np.int32(n))
-    launcher = Launcher(rt, kernel)
+    outs = itertools.cycle([out, other])  # a changed argument on every launch
     rows = [
         {"what": "enqueue, arguments preset",
          "us": per_launch(lambda: cl.enqueue_nd_range_kernel(rt.queue, kernel, (n,), None))},
         {"what": "enqueue, pyopencl call",
          "us": per_launch(lambda: kernel(rt.queue, (n,), None, a.data, a.data, out.data,
                                          np.int32(n)))},
-        {"what": "enqueue, Runtime.launch",
-         "us": per_launch(lambda: rt.launch(kernel, (n,), (64,), a.data, a.data, out.data,
-                                            np.int32(n)))},
+        {"what": "enqueue, Launcher (new arguments)",
+         "us": per_launch(lambda: launcher((n,), (64,), a.data, a.data, next(outs).data,
+                                           np.int32(n)))},
         {"what": "enqueue, Launcher (same arguments)",
          "us": per_launch(lambda: launcher((n,), (64,), a.data, a.data, out.data,
                                            np.int32(n)))},
         {"what": "enqueue + finish (round trip)",
-         "us": median_s(lambda: (rt.launch(kernel, (n,), None, a.data, a.data, out.data,
-                                           np.int32(n)), rt.queue.finish()), args.repeat * 20)
+         "us": median_s(lambda: (launcher((n,), None, a.data, a.data, out.data,
+                                          np.int32(n)), rt.queue.finish()), args.repeat * 20)
          * 1e6},
         {"what": "kernel run time (profiling event)",
-         "us": time_kernel(lambda: rt.launch(kernel, (n,), None, a.data, a.data, out.data,
-                                             np.int32(n))) * 1e3},
+         "us": time_kernel(lambda: launcher((n,), None, a.data, a.data, out.data,
+                                            np.int32(n))) * 1e3},
     ]
     for size in args.sizes:
         host = np.zeros(size // 4, np.float32)

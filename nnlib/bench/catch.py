@@ -1,7 +1,7 @@
 """CATCH against IsolationForest, PCA and a dense autoencoder: AUC-ROC, AUC-PR, best F1 and
 F1 at the percentile threshold, per dataset, mean and spread over seeds.
 
-    .venv/bin/python -m benchmarks.catch [--seeds 0 1 2] [--epochs 3] [--quick]
+    .venv/bin/python -m nnlib.bench.catch [--seeds 0 1 2] [--epochs 3] [--quick]
 
 Datasets: the five TODS anomaly types (nnlib.data.anomaly_dataset, 5 channels, train 4000,
 test 2000 steps) and EURUSD H1 with injected anomalies. CATCH runs with its defaults

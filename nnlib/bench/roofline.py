@@ -1,7 +1,7 @@
 """The machine's roofs, measured: memory bandwidth and the best matrix-product rate; and
 the roofs of a few named GPUs from their published figures (a model, not a measurement).
 
-    .venv/bin/python -m benchmarks.roofline
+    .venv/bin/python -m nnlib.bench.roofline
 """
 
 import numpy as np

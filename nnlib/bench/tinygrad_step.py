@@ -1,7 +1,7 @@
-"""The train_step benchmark's MLP in tinygrad (run by benchmarks/train_step.py in its own
+"""The train_step benchmark's MLP in tinygrad (run by nnlib/bench/train_step.py in its own
 process with DEV=CL TRAINING=1): prints one JSON line {"ms": per step, "device": name}.
 
-    DEV=CL TRAINING=1 .venv/bin/python -m benchmarks.tinygrad_step BATCH STEPS REPEAT
+    DEV=CL TRAINING=1 .venv/bin/python -m nnlib.bench.tinygrad_step BATCH STEPS REPEAT
 """
 
 import json

@@ -1,6 +1,6 @@
 """GFLOP/s of the dense layer: the seed-style and the fast kernels against numpy and PyTorch.
 
-    .venv/bin/python -m benchmarks.dense [--widths 64 256 1024 4096] [--batches 1 16 64 256]
+    .venv/bin/python -m nnlib.bench.dense [--widths 64 256 1024 4096] [--batches 1 16 64 256]
                                          [--pocl-threads 1 2] [--repeat 5]
 
 For each width n (an n -> n layer, tanh) and batch: forward, and forward + backward (input

@@ -1,6 +1,6 @@
 """GFLOP/s of the complex convolution and the FFT on the device against numpy, same sizes.
 
-    .venv/bin/python -m benchmarks.complex [--repeat 7] [--quick]
+    .venv/bin/python -m nnlib.bench.complex [--repeat 7] [--quick]
 
 Times are wall-clock medians of (enqueue everything, wait for the queue) on data already on
 the device, and of the numpy call on host arrays, complex64 both. FLOPs counted: 8 per
@@ -19,9 +19,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 import nnlib
 from nnlib import fft
 
-from .common import median_s
+from .common import OUT as BENCH_OUT, median_s
 
-OUT = Path(__file__).resolve().parent.parent / "build" / "bench" / "complex.json"
+OUT = BENCH_OUT / "complex.json"
 
 
 def on_device(rt, fn):

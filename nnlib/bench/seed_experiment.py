@@ -3,7 +3,7 @@ OpenCL device vs single-threaded numpy, one sample at a time (as the article) an
 mini-batches, for both nnlib paths: layer by layer (``Sequential.fit``, a dozen launches per
 step) and fused (``nnlib.fused.FusedMLP``, one launch per run of steps).
 
-    .venv/bin/python -m benchmarks.seed_experiment [--samples 2000] [--batch 64] [--epochs 3]
+    .venv/bin/python -m nnlib.bench.seed_experiment [--samples 2000] [--batch 64] [--epochs 3]
                                                    [--pocl-threads 2]
 
 The network is notebook 02's: 240 -> 128 -> 64 -> 3 (tanh, tanh, softmax, cross-entropy),

@@ -1,7 +1,7 @@
 """One training step of the MLP 240 -> 512 -> 256 -> 3 (tanh, MSE, Adam): nnlib vs numpy vs
 PyTorch CPU (vs tinygrad on OpenCL, if installed), in one run.
 
-    .venv/bin/python -m benchmarks.train_step [--batches 64 1] [--steps 20] [--repeat 5]
+    .venv/bin/python -m nnlib.bench.train_step [--batches 64 1] [--steps 20] [--repeat 5]
                                               [--pocl-threads 2] [--no-tinygrad]
 
 Each figure is the median over ``--repeat`` runs of ``--steps`` steps, divided by the steps,
@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from .common import (OUT, environment, interleaved_s, print_environment, set_pocl_threads,
+from .common import (OUT, ROOT, environment, interleaved_s, print_environment, set_pocl_threads,
                      write_json)
 from .numpy_mlp import NumpyMLP
 
@@ -59,12 +59,12 @@ def torch_stepper(torch, weights, biases, x, y):
 
 
 def tinygrad_ms(batch: int, steps: int, repeat: int) -> dict:
-    """Run benchmarks/tinygrad_step.py in its own process; {} if tinygrad is missing."""
+    """Run nnlib/bench/tinygrad_step.py in its own process; {} if tinygrad is missing."""
     if importlib.util.find_spec("tinygrad") is None:
         return {}
     env = dict(os.environ, DEV="CL", TRAINING="1")
-    run = subprocess.run([sys.executable, "-m", "benchmarks.tinygrad_step", str(batch),
-                          str(steps), str(repeat)], cwd=OUT.parent.parent, env=env,
+    run = subprocess.run([sys.executable, "-m", "nnlib.bench.tinygrad_step", str(batch),
+                          str(steps), str(repeat)], cwd=ROOT, env=env,
                          capture_output=True, text=True)
     if run.returncode:
         print(f"tinygrad failed:\n{run.stderr[-2000:]}")

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parent.parent / "build" / "bench"
+_REPO = Path(__file__).resolve().parents[2]
+# The figures go to build/bench/ of the repository nnlib runs from, else of the current folder
+# (an installed nnlib never writes into its own package).
+ROOT = _REPO if (_REPO / "pyproject.toml").is_file() else Path.cwd()
+OUT = ROOT / "build" / "bench"
 STORED = Path(__file__).resolve().parent / "stored"  # results from other machines (GPUs)
 
 
@@ -73,10 +77,9 @@ def per_step_s(run_steps, steps: int, repeat: int) -> float:
 
 
 def run_child(module: str, argv: list, env: dict | None = None) -> dict:
-    """Run ``python -m benchmarks.<module> *argv`` (its own process, so that environment
+    """Run ``python -m nnlib.bench.<module> *argv`` (its own process, so that environment
     variables such as POCL_MAX_PTHREAD_COUNT apply) and return the JSON it wrote."""
-    root = OUT.parent.parent
-    subprocess.run([sys.executable, "-m", f"benchmarks.{module}", *argv], cwd=root, check=True,
+    subprocess.run([sys.executable, "-m", f"nnlib.bench.{module}", *argv], cwd=ROOT, check=True,
                    env=dict(os.environ, **(env or {})))
     name = argv[argv.index("--name") + 1] if "--name" in argv else module
     return json.loads((OUT / f"{name}.json").read_text())
@@ -119,8 +122,8 @@ def print_environment(meta: dict) -> None:
 
 
 def stored_results(name: str, folder: Path = STORED) -> list:
-    """Benchmark ``name``'s figures from every file in benchmarks/stored/ (written by
-    ``python -m benchmarks.all --store``, e.g. on a GPU machine) that has them, as
+    """Benchmark ``name``'s figures from every file in nnlib/bench/stored/ (written by
+    ``python -m nnlib.bench.all --store``, e.g. on a GPU machine) that has them, as
     ``{"meta": {"device", "driver", "date", ...}, "rows": [...]}``."""
     found = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]
     return [{"meta": r["meta"], "rows": r[name]} for r in found if name in r]

@@ -1,11 +1,11 @@
 """The benchmarks a reader with a GPU runs, in one command, and the figures it keeps.
 
-    python -m benchmarks.all --store     # on the default device (PYOPENCL_CTX picks another)
+    python -m nnlib.bench.all --store     # on the default device (PYOPENCL_CTX picks another)
 
 Runs, on the default OpenCL device: the dense layer (width 1024, batches 1 to 256, forward
 and forward + backward, numpy and PyTorch in the same run), one MLP training step at batch
 64 and 1, and launch and transfer costs. With ``--store`` it writes
-``benchmarks/stored/<device>.json``: the device, its driver and the date in "meta", and each
+``nnlib/bench/stored/<device>.json``: the device, its driver and the date in "meta", and each
 benchmark's rows. Notebook 03 draws every stored file beside the figures it measures live;
 send yours (a pull request) to add your GPU.
 """
@@ -85,7 +85,7 @@ def plot_dense(ax, live_rows: list, live_label: str, stored: list, n: int = 1024
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", action="store_true",
-                        help="write benchmarks/stored/<device>.json")
+                        help="write nnlib/bench/stored/<device>.json")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--folder", type=Path, default=STORED, help="where --store writes")
     args = parser.parse_args(argv)

@@ -1,0 +1,55 @@
+"""The article's dense design: one work-item per output value (kernels/dense.cl,
+``dense_*_seed``), each a plain loop over the shared dimension. The teaching path.
+
+Taught in notebooks/01_dense_kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class ArticleDenseKernels:
+    """The products of a dense layer in the article's design; each method only enqueues work
+    (the same interface as :class:`~nnlib.layers.dense_blocked.BlockedDenseKernels`)."""
+
+    variant = "seed"
+
+    def __init__(self, runtime):
+        self.runtime = runtime
+        self._forward = runtime.launcher("dense", "dense_forward_seed")
+        self._input = runtime.launcher("dense", "dense_backward_input_seed")
+        self._weight = runtime.launcher("dense", "dense_backward_weight_seed")
+        self._bias = runtime.launcher("dense", "dense_backward_bias")
+        self._act_backward = runtime.launcher("activation", "activation_backward")
+
+    def forward(self, x, w, b, y, act: int):
+        """y = act(x w^T + b); softmax (act 5) is left to the layer."""
+        batch, n_in = x.shape
+        n_out = w.shape[0]
+        i32 = np.int32
+        return self._forward((n_out, batch), None, x.data, w.data, b.data, y.data,
+                             i32(batch), i32(n_in), i32(n_out), i32(act))
+
+    def backward_input(self, dz, w, dx, x=None, act: int = 0):
+        """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
+        batch, n_out = dz.shape
+        n_in = w.shape[1]
+        event = self._input((n_in, batch), None, dz.data, w.data, dx.data, np.int32(batch),
+                            np.int32(n_in), np.int32(n_out))
+        if act:
+            event = self._act_backward((dx.size,), None, x.data, dx.data, dx.data,
+                                       np.int32(dx.size), np.int32(act))
+        return event
+
+    def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
+        """dw += dz^T x and db += column sums of dz (or = without ``accumulate``)."""
+        batch, n_out = dz.shape
+        n_in = x.shape[1]
+        if not accumulate:
+            self.runtime.fill(dw, 0)
+            self.runtime.fill(db, 0)
+        i32 = np.int32
+        self._weight((n_in, n_out), None, dz.data, x.data, dw.data, i32(batch), i32(n_in),
+                     i32(n_out))
+        return self._bias((n_out,), None, dz.data, db.data, i32(batch), i32(n_out))

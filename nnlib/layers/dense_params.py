@@ -1,0 +1,85 @@
+"""The tuning parameters of the blocked dense kernels (kernels/dense.cl, gemm_nt and
+gemm_tn): what the tuner tries, what runs without tuning, and how one set is measured.
+
+Taught in notebooks/03_cpu_vs_gpu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import tuning
+
+PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked design
+# Batch classes: the tile that suits batch 64 wastes most of its rows on batch 1, so each
+# class is tuned on its own representative problem (batch, 512 -> 512).
+BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
+TUNE_SHAPE = {"b1": 1, "b4": 4, "b64": 64}
+TUNE_WIDTH = 512
+
+
+def shape_class(product: str, batch: int) -> str:
+    """The batch class whose tuned parameters ``product`` uses at ``batch``. dW sums over
+    the batch (its tile runs along n_out and n_in): one class serves every batch."""
+    if product == "weight":
+        return "b64"
+    return next(name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
+
+
+def default_params(rt, product: str) -> dict:
+    """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
+    (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
+    task, where 16 work-items of large tiles are plenty."""
+    vw = max(4, rt.vector_width)
+    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
+    if product == "forward":
+        return {"NT_I": 6, **common}
+    return {"TN_R": 6, "TN_V": 4, **common}
+
+
+def candidates(rt, product: str, shape: str) -> list:
+    """The parameter sets the tuner tries for ``product`` on problems of batch class
+    ``shape``; every one is a correct kernel (tests/test_dense.py runs them all).
+
+    Most promising first (a search that runs out of time goes on from there next time): the
+    default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
+    the batch class, each with vloadN and by hand, at the device's vector width; the middle
+    tile at twice the width; the default with fma() and with a work-group four times larger.
+    Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
+    rows = {"b1": (1, 2), "b4": (2, 4), "b64": (4, 6, 8)}[shape]
+    if product == "weight":  # rows of dW (n_out), whatever the batch
+        rows = (4, 6, 8)
+    base = default_params(rt, product)
+    wide = min(16, 2 * base["VW"])
+
+    def tile(r, vw):
+        if product == "forward":
+            return {"NT_I": r, "VW": vw}
+        return {"TN_R": r, "TN_V": 2 if vw == 16 else 4, "VW": vw}
+
+    out = [base, dict(base, VLOAD=0)]
+    out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
+    out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
+    out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
+    return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+def build_options(params: dict) -> tuple:
+    return tuple(f"-D{k}={v}" for k, v in sorted(params.items()) if k != "LOCAL")
+
+
+def measure(rt, product: str, shape: str, params: dict) -> float:
+    """Seconds per launch of ``product`` with ``params`` on the representative problem of
+    batch class ``shape`` (batch, TUNE_WIDTH -> TUNE_WIDTH, tanh), data on the device."""
+    batch, n = TUNE_SHAPE[shape], TUNE_WIDTH
+    rng = np.random.default_rng(0)
+    x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
+                for s in ((batch, n), (n, n), (batch, n)))
+    b, out, dw = rt.zeros((n,)), rt.empty((batch, n)), rt.zeros((n, n))
+    from .dense_blocked import BlockedDenseKernels  # which imports this module
+
+    kernels = BlockedDenseKernels(rt, params={product: params})
+    run = {"forward": lambda: kernels.forward(x, w, b, out, 1),
+           "input": lambda: kernels.backward_input(dz, w, out, x, 1),
+           "weight": lambda: kernels.backward_weight(dz, x, dw, b)}[product]
+    return tuning.time_launches(run, rt.queue.finish)
