@@ -9,7 +9,7 @@ displays as a short report (which case failed, the largest error, a hint) and is
 every case passes. Kernel outputs are filled with NaN before each launch and followed by a
 guard area, so a kernel that writes nothing, or past the end, is named as such.
 
-Used by the checked exercises of every notebook (notebooks/00_devices to 06_catch).
+Used by the checked exercises of every notebook (notebooks/00_devices to 07_catch).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Central finite differences, in float64, for gradient checks (tests and notebooks)."""
+"""Central finite differences, in float64, for gradient checks (tests and notebooks).
+
+Taught in notebooks/06_attention_primer.
+"""
 
 import numpy as np
 

@@ -1,5 +1,8 @@
 """Softmax over rows and the Gumbel-softmax straight-through estimator on the device
-(kernels/activation.cl). Rows run along the last axis of an array of any shape."""
+(kernels/activation.cl). Rows run along the last axis of an array of any shape.
+
+Taught in notebooks/06_attention_primer.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +25,7 @@ def softmax(x, runtime=None):
     x = rt.to_device(x, "softmax input")
     rows, cols = _rows(x, "softmax input")
     y = x.copy(queue=rt.queue)  # softmax_rows works in place
-    rt.launch(rt.kernel("activation", "softmax_rows"), (rows,), None, y.data, i32(rows),
-              i32(cols))
+    rt.launcher("activation", "softmax_rows")((rows,), None, y.data, i32(rows), i32(cols))
     return y
 
 
@@ -34,8 +36,8 @@ def softmax_backward(y, dy, runtime=None):
     dy = rt.to_device(dy, "softmax_backward dy", shape=y.shape)
     rows, cols = _rows(y, "softmax_backward y")
     dz = rt.empty(y.shape)
-    rt.launch(rt.kernel("activation", "softmax_backward_rows"), (rows,), None, y.data,
-              dy.data, dz.data, i32(rows), i32(cols))
+    rt.launcher("activation", "softmax_backward_rows")((rows,), None, y.data, dy.data, dz.data,
+                                                       i32(rows), i32(cols))
     return dz
 
 
@@ -63,9 +65,9 @@ class GumbelSoftmax:
         noise = rt.to_device(noise, "GumbelSoftmax noise", shape=logits.shape)
         rows, cols = _rows(logits, "GumbelSoftmax logits")
         soft, hard = rt.empty(logits.shape), rt.empty(logits.shape)
-        rt.launch(rt.kernel("activation", "gumbel_softmax_forward"), (rows,), None,
-                  logits.data, noise.data, soft.data, hard.data, i32(rows), i32(cols),
-                  f32(self.tau))
+        rt.launcher("activation", "gumbel_softmax_forward")(
+            (rows,), None, logits.data, noise.data, soft.data, hard.data, i32(rows), i32(cols),
+            f32(self.tau))
         self.soft = soft
         return hard
 
@@ -76,6 +78,7 @@ class GumbelSoftmax:
         dhard = rt.to_device(dhard, "GumbelSoftmax dhard", shape=soft.shape)
         rows, cols = _rows(soft, "GumbelSoftmax dhard")
         dlogits = rt.empty(soft.shape)
-        rt.launch(rt.kernel("activation", "gumbel_softmax_backward"), (rows,), None,
-                  soft.data, dhard.data, dlogits.data, i32(rows), i32(cols), f32(self.tau))
+        rt.launcher("activation", "gumbel_softmax_backward")(
+            (rows,), None, soft.data, dhard.data, dlogits.data, i32(rows), i32(cols),
+            f32(self.tau))
         return dlogits

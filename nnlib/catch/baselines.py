@@ -3,7 +3,7 @@
 every channel (the series' first value repeated before its start), standard-scaled on train.
 IsolationForest and PCA come from scikit-learn; the autoencoder is an nnlib Sequential.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations

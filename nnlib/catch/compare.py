@@ -1,6 +1,6 @@
 """CATCH against the baselines on one labelled split: the rows of the results table.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations

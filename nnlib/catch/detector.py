@@ -20,7 +20,7 @@ of the smooth relaxation m s + (1 - m) fill; the regular term is sum_{i != j} m_
 0 for N = 1 (the official code divides by zero); the learning rates are the nominal ones;
 every step is scored: non-overlapping windows plus one window aligned to the series' end.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations

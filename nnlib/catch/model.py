@@ -11,7 +11,7 @@ Shapes, with B windows of T steps and N channels, P/S the patch size/stride, L p
   -> iFFT -> [Re | Im] -> Dense(2T -> T) -> RevIN denorm = xhat (B, N, T).
 Loss = mean (xhat - x)^2 + auxi_lambda mean |Z - FFT(RevIN x)| + dc_lambda L_DC.
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ as a multichannel series with anomalies injected at known places.
     data = anomaly_dataset("shapelet", seed=0)   # dict: train, test, labels, kind
     series, names = eurusd_channels(load_eurusd())
 
-Taught in notebooks/06_catch.
+Taught in notebooks/07_catch.
 """
 
 from __future__ import annotations

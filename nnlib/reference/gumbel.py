@@ -1,5 +1,8 @@
 """Softmax's gradient and the Gumbel-softmax straight-through estimator of
-kernels/activation.cl, in numpy (rows along the last axis)."""
+kernels/activation.cl, in numpy (rows along the last axis).
+
+Taught in notebooks/06_attention_primer.
+"""
 
 import numpy as np
 

@@ -1,5 +1,8 @@
 """One pre-norm transformer layer over channel tokens, as CATCH stacks them, in numpy:
-h += Attn(LN h, mask); h += FF(LN h), FF = Linear -> GELU -> Linear."""
+h += Attn(LN h, mask); h += FF(LN h), FF = Linear -> GELU -> Linear.
+
+Taught in notebooks/06_attention_primer.
+"""
 
 from .attention import masked_attention_forward
 from .catch import gelu, layer_norm_forward
