@@ -57,17 +57,72 @@ kernel void softmax_rows(global float *z, int rows, int cols)
         row[c] /= s;
 }
 
+// dz = scale * y * (dy - sum(dy * y)) on one row: the softmax Jacobian applied to dy.
+inline void softmax_jacobian_row(global const float *y, global const float *dy,
+                                 global float *dz, int cols, float scale)
+{
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c)
+        s += dy[c] * y[c];
+    for (int c = 0; c < cols; ++c)
+        dz[c] = scale * y[c] * (dy[c] - s);
+}
+
 // One work-item per row: dz = y * (dy - sum(dy * y)), the softmax Jacobian applied to dy.
 kernel void softmax_backward_rows(global const float *y, global const float *dy,
                                   global float *dz, int rows, int cols)
 {
     int r = get_global_id(0);
+    if (r < rows)
+        softmax_jacobian_row(y + (size_t)r * cols, dy + (size_t)r * cols,
+                             dz + (size_t)r * cols, cols, 1.0f);
+}
+
+// ---------------------------------------------------------------- Gumbel-softmax
+// Jang et al. 2017, Maddison et al. 2017. One work-item per row of (rows, cols), with noise
+// holding Gumbel draws g = -log(-log u): soft = softmax((logits + g) / tau) (the row's largest
+// value subtracted before exp), hard = the one-hot of soft's largest entry (the first one on
+// a tie): a sample of the categorical distribution softmax(logits), whatever tau.
+kernel void gumbel_softmax_forward(global const float *logits, global const float *noise,
+                                   global float *soft, global float *hard, int rows, int cols,
+                                   float tau)
+{
+    int r = get_global_id(0);
     if (r >= rows)
         return;
-    size_t o = (size_t)r * cols;
-    float s = 0.0f;
-    for (int c = 0; c < cols; ++c)
-        s += dy[o + c] * y[o + c];
-    for (int c = 0; c < cols; ++c)
-        dz[o + c] = y[o + c] * (dy[o + c] - s);
+    global const float *z = logits + (size_t)r * cols, *g = noise + (size_t)r * cols;
+    global float *y = soft + (size_t)r * cols, *h = hard + (size_t)r * cols;
+    // BEGIN SOLUTION
+    // HINT: first pass: (logit + noise) / tau into y, keeping the largest (top) and its index
+    // HINT: then exp(y - top) into y and their sum; last, y / sum, and h = 1 at that index, else 0
+    float top = -INFINITY;
+    int best = 0;
+    for (int c = 0; c < cols; ++c) {
+        y[c] = (z[c] + g[c]) / tau;
+        if (y[c] > top) {
+            top = y[c];
+            best = c;
+        }
+    }
+    float sum = 0.0f;
+    for (int c = 0; c < cols; ++c) {
+        y[c] = exp(y[c] - top);
+        sum += y[c];
+    }
+    for (int c = 0; c < cols; ++c) {
+        y[c] /= sum;
+        h[c] = c == best ? 1.0f : 0.0f;
+    }
+    // END SOLUTION
+}
+
+// One work-item per row: the straight-through gradient. The forward pass used hard, the
+// backward pass takes dL/dhard as dL/dsoft: dlogits = soft (dhard - sum(dhard soft)) / tau.
+kernel void gumbel_softmax_backward(global const float *soft, global const float *dhard,
+                                    global float *dlogits, int rows, int cols, float tau)
+{
+    int r = get_global_id(0);
+    if (r < rows)
+        softmax_jacobian_row(soft + (size_t)r * cols, dhard + (size_t)r * cols,
+                             dlogits + (size_t)r * cols, cols, 1.0f / tau);
 }

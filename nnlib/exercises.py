@@ -42,12 +42,12 @@ from .launcher import Launcher
 from .runtime import KernelBuildError, get_runtime
 from .sizes import ceil_div, round_up
 
-__all__ = ["Verdict", "check_activation_grad", "check_adan_update", "check_balanced_accuracy",
-           "check_cmulconj", "check_confusion_matrix", "check_dense_backward_input",
-           "check_dense_backward_weight", "check_dense_forward", "check_dense_forward_blocked",
-           "check_fft_radix2_stage", "check_intensity", "check_masked_softmax",
-           "check_output_gradient", "check_sgd_update", "check_vector_add",
-           "check_vector_scale", "hint"]
+__all__ = ["Verdict", "check_activation_grad", "check_adan_update", "check_auc_roc",
+           "check_balanced_accuracy", "check_cmulconj", "check_confusion_matrix",
+           "check_dense_backward_input", "check_dense_backward_weight", "check_dense_forward",
+           "check_dense_forward_blocked", "check_fft_radix2_stage", "check_gumbel_softmax",
+           "check_intensity", "check_masked_softmax", "check_output_gradient",
+           "check_sgd_update", "check_vector_add", "check_vector_scale", "hint"]
 
 TIMEOUT = 60.0  # seconds a kernel check may take on a device (Oclgrind: SIMULATED_TIMEOUT)
 SIMULATED_TIMEOUT = 600.0
@@ -343,6 +343,10 @@ def _wide() -> int:
 
 def _rng():
     return np.random.default_rng(7)
+
+
+# A case label: logits large enough that exp overflows in float32 unless shifted.
+_LARGE = ", large logits (exp overflows unless the row's largest logit is subtracted first)"
 
 
 def _complex(rng, shape) -> np.ndarray:
@@ -927,6 +931,80 @@ def check_fft_radix2_stage(folder) -> Verdict:
 # ---------------------------------------------------------------- notebook 06
 
 @_in_worker
+def check_gumbel_softmax(folder) -> Verdict:
+    """``gumbel_softmax_forward(logits, noise, soft, hard, rows, cols, tau)`` in
+    ``<folder>/activation.cl``, compared as rows of soft followed by hard."""
+    params = ("logits", "noise", "soft", "hard", "rows", "cols", "tau")
+
+    def cases():
+        kernel = _kernel(folder, "activation", "gumbel_softmax_forward", params)
+        rng = _rng()
+        for rows, cols, tau, size in ((1, 1, 1.0, 1.0), (1, 7, 1.0, 1.0), (13, 33, 0.5, 1.0),
+                                      (_wide(), 5, 2.0, 1.0), (3, 6, 1.0, 60.0)):
+            logits = (size * rng.standard_normal((rows, cols))).astype(np.float32)
+            noise = (-np.log(-np.log(rng.uniform(1e-6, 1.0, (rows, cols))))).astype(np.float32)
+
+            def run(logits=logits, noise=noise, tau=tau):
+                rows, cols = logits.shape
+                soft, hard = (_Output((rows, cols), cols * _guard((rows,))) for _ in "sh")
+                _launch(kernel, (rows,), _device(logits).data, _device(noise).data,
+                        soft.array.data, hard.array.data, np.int32(rows), np.int32(cols),
+                        np.float32(tau))
+                return np.concatenate([soft.get("soft"), hard.get("hard")], -1)
+
+            def joined(soft, hard):
+                return np.concatenate([soft, hard], -1)
+            soft, hard = ref.gumbel_softmax(logits, noise, tau)
+            mistakes = {"hard is the one-hot of soft's largest entry: 1 there, 0 elsewhere":
+                        joined(soft, soft),
+                        "add the Gumbel noise to the logits before dividing by tau":
+                        joined(*ref.gumbel_softmax(logits, 0 * noise, tau))}
+            if tau != 1:
+                mistakes["divide logits + noise by the temperature tau"] = joined(
+                    *ref.gumbel_softmax(logits, noise, 1.0))
+            label = f"{rows} rows of {cols}, tau = {tau}" + (_LARGE if size > 1 else "")
+            yield Case(label, run, joined(soft, hard), "soft | hard", mistakes,
+                       "soft = softmax((logits + noise) / tau) with the row's largest value "
+                       "subtracted before exp; hard = the one-hot of soft's largest entry")
+    return _verdict("check_gumbel_softmax", "gumbel_softmax_forward", cases)
+
+
+def _pairs(labels, scores):
+    """The shares of (anomaly, normal) pairs where the anomaly scores higher, and equal."""
+    pos, neg = scores[labels == 1][:, None], scores[labels == 0][None, :]
+    return (pos > neg).mean(), (pos == neg).mean()
+
+
+def check_auc_roc(auc_roc) -> Verdict:
+    """``auc_roc(labels, scores)``: the probability that a random anomaly (label 1) scores
+    higher than a random normal step (label 0), ties counting one half."""
+    def cases():
+        _function(auc_roc, "auc_roc", ("labels", "scores"))
+        rng = _rng()
+        labelled = [(np.array([0, 1]), np.array([0.2, 0.7])),
+                    (np.array([1, 0, 0, 1, 0]), np.array([0.9, 0.1, 0.9, 0.3, 0.3])),
+                    (rng.random(200) < 0.1, rng.integers(0, 6, 200).astype(float)),
+                    (rng.random(1001) < 0.05, rng.standard_normal(1001))]
+        for labels, scores in labelled:
+            labels = labels.astype(np.int64)
+            higher, tied = _pairs(labels, scores)
+            mistakes = {"a tie between an anomaly and a normal step counts one half, not 0":
+                        np.array(higher),
+                        "a tie counts one half, not 1": np.array(higher + tied),
+                        "an anomaly should score higher than a normal step: you counted the "
+                        "pairs where it scores lower": np.array(1 - higher - tied / 2)}
+            yield Case(f"{labels.size} steps ({labels.sum()} anomalous)"
+                       + (", tied scores" if tied else ""),
+                       lambda a=labels, b=scores: _call(auc_roc, a, b),
+                       np.array(higher + tied / 2), "the AUC-ROC", mistakes,
+                       "count the (anomaly, normal) pairs where the anomaly scores higher, "
+                       "plus half the ties, over all such pairs")
+    return _verdict("check_auc_roc", "auc_roc", cases, rtol=1e-9, atol=1e-9)
+
+
+# ---------------------------------------------------------------- notebook 07
+
+@_in_worker
 def check_masked_softmax(folder) -> Verdict:
     """The probabilities and log-sum-exp of ``masked_attention_forward(qkv, mask, out,
     probs, lse, groups, n, heads, dh, fill, hard)`` in ``<folder>/attention.cl``, compared
@@ -975,9 +1053,7 @@ def check_masked_softmax(folder) -> Verdict:
                         "keys' maximum, so exp(a[j] - top) overflows and m[j] * inf is NaN: "
                         "give a masked key 0 without taking its exp")
             label = (f"{groups} groups, n = {n}, {heads} heads of {dh}, "
-                     f"{'hard' if hard else 'finite'} mask"
-                     + (", large logits (exp overflows unless the row's largest logit is "
-                        "subtracted first)" if size > 1 else ""))
+                     f"{'hard' if hard else 'finite'} mask" + (_LARGE if size > 1 else ""))
             yield Case(label, run, joined(probs, lse), "probs | lse", mistakes, hint)
     return _verdict("check_masked_softmax", "the masked softmax", cases)
 
@@ -1051,6 +1127,12 @@ HINTS = {  # exercise -> hints, a nudge first, then the formula
         "must get 0 without computing its exp.",
         "a[j] = masked_logit(...); top = max over kept keys; a[j] = hard ? (m[j] != 0 ? m[j] "
         "exp(a[j] - top) : 0) : exp(a[j] - top); divide by the sum; lse = top + log(sum)."),
+    "gumbel_softmax": (
+        "Noise first, then temperature, then a stable softmax; hard is a one-hot, not a copy.",
+        "y = (z + g) / tau; soft = exp(y - max y) / sum; hard[c] = c == argmax soft ? 1 : 0."),
+    "auc_roc": (
+        "Compare every anomaly's score with every normal step's score.",
+        "AUC = mean over (anomaly, normal) pairs of [s_a > s_n] + 0.5 [s_a == s_n]."),
 }
 
 

@@ -18,15 +18,15 @@
 #
 # The CATCH model of notebook 07 looks at a time series through its spectrum: it takes the
 # Fourier transform of each channel, cuts the spectrum into frequency patches and learns
-# from them. This notebook builds the pieces: complex numbers on the device, a 1-D
-# convolution (real and complex), and the FFT with its inverse, each with gradients that
-# let it sit inside a trained model. Along the way we meet the one rule that complex
-# back-propagation adds, **the conjugate**, and see what the source article's kernels get
-# wrong without it. The source article: Dmitriy Gizlyk, ["Neural Networks in Trading:
-# Anomaly Detection in the Frequency Domain (CATCH)"](https://www.mql5.com/en/articles/17649),
-# MQL5 Articles, 2025; the model: Xingjian Wu et al., ["CATCH: Channel-Aware Multivariate
-# Time Series Anomaly Detection via Frequency Patching"](https://arxiv.org/abs/2410.12261),
-# ICLR 2025.
+# from them (with the transformer parts that notebook 06 teaches). This notebook builds the
+# spectral pieces: complex numbers on the device, a 1-D convolution (real and complex), and
+# the FFT with its inverse, each with gradients that let it sit inside a trained model.
+# Along the way we meet the one rule that complex back-propagation adds, **the conjugate**,
+# and see what the source article's kernels get wrong without it. The source article:
+# Dmitriy Gizlyk, ["Neural Networks in Trading: Anomaly Detection in the Frequency Domain
+# (CATCH)"](https://www.mql5.com/en/articles/17649), MQL5 Articles, 2025; the model:
+# Xingjian Wu et al., ["CATCH: Channel-Aware Multivariate Time Series Anomaly Detection via
+# Frequency Patching"](https://arxiv.org/abs/2410.12261), ICLR 2025.
 
 # %% tags=["nbval-ignore-output"]
 import inspect

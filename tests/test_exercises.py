@@ -20,7 +20,7 @@ KERNEL_CHECKS = ["check_vector_add", "check_vector_scale", "check_dense_forward"
                  "check_dense_backward_input", "check_dense_backward_weight",
                  "check_activation_grad", "check_output_gradient", "check_sgd_update",
                  "check_adan_update", "check_cmulconj", "check_fft_radix2_stage",
-                 "check_masked_softmax", "check_dense_forward_blocked"]
+                 "check_masked_softmax", "check_dense_forward_blocked", "check_gumbel_softmax"]
 
 
 make_exercises = load_tool("make_exercises")
@@ -158,6 +158,10 @@ def test_solution_function_passes(notebook, name):
     assert verdict, verdict.report
 
 
+def test_solution_auc_roc_passes():
+    assert exercises.check_auc_roc(_solution_function("06_attention_primer.py", "auc_roc"))
+
+
 WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must say
     ("check_vector_add", "vector", "a[i] + b[i]", "a[i] - b[i]", "you computed a - b"),
     ("check_vector_add", "vector", "if (i < n)  // the global size may be rounded up past n",
@@ -244,6 +248,14 @@ WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must s
      "acc[r][c] + bias[j0 + c]", "the activation is missing"),
     ("check_dense_forward_blocked", "blocked", "for (int r = 0; r < R && b0 + r < batch; ++r)",
      "for (int r = 0; r < R; ++r)", "wrote past the end of y"),
+    ("check_gumbel_softmax", "activation", "h[c] = c == best ? 1.0f : 0.0f;", "h[c] = y[c];",
+     "hard is the one-hot of soft's largest entry"),
+    ("check_gumbel_softmax", "activation", "y[c] = (z[c] + g[c]) / tau;", "y[c] = z[c] / tau;",
+     "add the Gumbel noise"),
+    ("check_gumbel_softmax", "activation", "y[c] = (z[c] + g[c]) / tau;", "y[c] = z[c] + g[c];",
+     "divide logits + noise by the temperature tau"),
+    ("check_gumbel_softmax", "activation", "y[c] = exp(y[c] - top);", "y[c] = exp(y[c]);",
+     "FAILED  3 rows of 6, tau = 1.0, large logits"),
 ]
 
 
@@ -338,3 +350,25 @@ def test_simulate_names_the_line_of_an_out_of_bounds_access(tmp_path):
     report = exercises.check_vector_add(tmp_path, simulate=True).report
     assert "Oclgrind says:" in report and "Invalid read" in report, report
     assert f"At line {line} " in report, report
+
+
+def _higher(labels, scores):
+    return scores[labels == 1][:, None] > scores[labels == 0][None, :]
+
+
+def _tied(labels, scores):
+    return scores[labels == 1][:, None] == scores[labels == 0][None, :]
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda labels: 0.5, "must take (labels, scores)"),
+    (lambda labels, scores: float(_higher(labels, scores).mean()), "counts one half, not 0"),
+    (lambda labels, scores: float((_higher(labels, scores) | _tied(labels, scores)).mean()),
+     "a tie counts one half, not 1"),
+    (lambda labels, scores: float((~_higher(labels, scores) & ~_tied(labels, scores)).mean()
+                                  + _tied(labels, scores).mean() / 2),
+     "you counted the pairs where it scores lower"),
+])
+def test_wrong_auc_roc_is_caught(fn, message):
+    verdict = exercises.check_auc_roc(fn)
+    assert not verdict and message in verdict.report, verdict.report

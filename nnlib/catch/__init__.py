@@ -6,5 +6,6 @@ Taught in notebooks/07_catch.
 
 from .detector import CATCH, DEFAULTS, check_series
 from .model import CATCHNet
+from .model import _Block as TransformerBlock
 
-__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "check_series"]
+__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "TransformerBlock", "check_series"]

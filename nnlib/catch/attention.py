@@ -2,7 +2,7 @@
 (kernels/attention.cl). Both work on the packed ``qkv`` (groups, n, 3 * heads * dh) that one
 Dense layer produces from the channel tokens, and on one mask (groups, n, n) for all heads.
 
-Taught in notebooks/07_catch.
+Taught in notebooks/06_attention_primer, notebooks/07_catch.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Anomaly-detection metrics on per-step scores and 0/1 labels: AUC-ROC and AUC-PR from
 scikit-learn, best F1 over thresholds and F1 at a percentile threshold.
 
-Taught in notebooks/07_catch.
+Taught in notebooks/06_attention_primer, notebooks/07_catch.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ generator, RevIN, frequency patches, axis swaps, row joins, the frequency loss a
 per-step scores. Arrays are numpy or pyopencl arrays of any layout (each goes through
 ``Runtime.to_device``); series are (batch, channels, time).
 
-Taught in notebooks/07_catch.
+Taught in notebooks/06_attention_primer, notebooks/07_catch.
 """
 
 from __future__ import annotations

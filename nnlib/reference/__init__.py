@@ -11,3 +11,5 @@ from .fft import *  # noqa: F401,F403
 from .optim import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .catch import *  # noqa: F401,F403
+from .gumbel import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403

@@ -3,7 +3,7 @@
 ``qkv`` is (groups, n, 3 * heads * dh) ([q heads | k heads | v heads] per token), ``mask``
 (groups, n, n). See the kernel file for the formulas; here they are written with arrays.
 
-Taught in notebooks/07_catch.
+Taught in notebooks/06_attention_primer, notebooks/07_catch.
 """
 
 import numpy as np

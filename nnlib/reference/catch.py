@@ -1,7 +1,11 @@
 """The CATCH kernels of kernels/catch.cl in numpy (series laid out (batch, channels, time)),
 plus the whole forward pass of the detector for the tests.
 
+<<<<<<< HEAD
 Taught in notebooks/07_catch.
+=======
+Taught in notebooks/06_attention_primer, notebooks/07_catch.
+>>>>>>> primer
 """
 
 from math import erf
@@ -103,7 +107,8 @@ def catch_forward(x, params, cfg, noise):
     float64 arrays named like ``CATCH.named_parameters()``, ``cfg`` its config, ``noise``
     the logistic noise of the mask sampler. Returns (xhat (batch, t, n), spectrum Z
     (batch, n, t) complex, masks, the normalised input's spectrum, dc loss)."""
-    from .attention import channel_dc_rows, masked_attention_forward
+    from .attention import channel_dc_rows
+    from .transformer import transformer_block
 
     def lin(name, v):
         return v @ params[f"{name}.weight"].T + params[f"{name}.bias"]
@@ -129,16 +134,11 @@ def catch_forward(x, params, cfg, noise):
     heads = cfg["n_heads"]
     dc = 0.0
     for i in range(cfg["e_layers"]):
-        ln, _, _ = layer_norm_forward(h, params[f"layer{i}.norm1.gamma"],
-                                      params[f"layer{i}.norm1.beta"])
-        qkv = lin(f"layer{i}.qkv", ln)
-        att, _, _ = masked_attention_forward(qkv, mask, heads, hard=cfg["mask_fill"] == "inf")
+        layer = {k[len(f"layer{i}."):]: v for k, v in params.items()
+                 if k.startswith(f"layer{i}.")}
+        h, qkv = transformer_block(h, layer, mask, heads, hard=cfg["mask_fill"] == "inf")
         dc += channel_dc_rows(qkv, mask, heads, cfg["temperature"],
                               cfg["regular_lambda"]).sum() / groups.shape[0]
-        h = h + lin(f"layer{i}.out", att)
-        ln, _, _ = layer_norm_forward(h, params[f"layer{i}.norm2.gamma"],
-                                      params[f"layer{i}.norm2.beta"])
-        h = h + lin(f"layer{i}.ff2", gelu(lin(f"layer{i}.ff1", ln)))
     h = lin("to_model", h)  # (b l, n, D)
     parts = []
     for part in ("real", "imag"):
