@@ -32,7 +32,6 @@
 # and compare it with simple baselines, honestly.
 
 # %% tags=["nbval-ignore-output"]
-import json
 import time
 
 import ipywidgets as widgets
@@ -42,6 +41,7 @@ import numpy as np
 import nnlib
 from nnlib import fft
 from nnlib import reference as ref
+from nnlib.bench.common import stored_results
 from nnlib.catch import CATCH, ops
 from nnlib.catch.attention import ChannelDCLoss, MaskedAttention
 from nnlib.catch import masks as mask_tools
@@ -463,7 +463,7 @@ assert result["auc_roc"] > 0.8 and result["auc_pr"] > 0.3
 # best mean marked *.
 
 # %% tags=["nbval-ignore-output"]
-stored = json.load(open("results/catch_evaluation.json"))
+stored = stored_results("catch_evaluation")[0]  # nnlib/bench/stored/catch_evaluation.json
 for metric in ("auc_roc", "auc_pr"):
     print(format_table(stored["rows"], metric), "\n")
 print(f"stored run: {stored['meta']['device']}, {stored['meta']['epochs']} epochs, "
