@@ -8,9 +8,11 @@
 // nnlib/fused.py checks that the network fits (widths vs local memory) and builds the table.
 //
 // Compile-time options (from nnlib/fused.py): RULE (0 SGD without momentum, 1 SGD with
-// momentum, 2 Adam/AdamW) and VW (the device's preferred float vector width: the number of
-// independent accumulators of a dot product, written as plain arithmetic that the compiler
-// turns into SIMD lanes; PyPI PoCL calls, rather than inlines, builtins such as vload/fma).
+// momentum, 2 Adam/AdamW) and VW (the device's preferred float vector width, floatv.h). The
+// matrix products are register-blocked like dense.cl's gemm_nt: each work-item computes a
+// tile of outputs x samples in independent vector accumulators, written as plain arithmetic
+// (`acc += w * a`) that the compiler turns into SIMD instructions (PyPI PoCL calls, rather
+// than inlines, builtins such as fma and min).
 // requires: activation.cl
 
 #ifndef VW
@@ -38,63 +40,68 @@ typedef struct {
     int nesterov, decoupled;
 } Hyper;
 
-#define RB 4  // weight rows in one register block
+#include "floatv.h"
+#define RB 4  // forward tile: weight rows ...
+#define SB 2  // ... times samples (RB * SB vector accumulators)
+#define BT 8  // backward tile: samples (input gradient) or weight rows (weight gradient)
 
-// floatv: VW floats, one SIMD register on a CPU (VW 4, 8 or 16 from the device).
-#if VW >= 16
-typedef float16 floatv;
-#define vloadv vload16
-#define vstorev vstore16
-#define VL 16
 inline float sum_lanes(floatv v)
 {
-    float8 h = v.lo + v.hi;
-    float4 q = h.lo + h.hi;
-    return q.x + q.y + q.z + q.w;
-}
-#elif VW == 8
-typedef float8 floatv;
-#define vloadv vload8
-#define vstorev vstore8
-#define VL 8
-inline float sum_lanes(floatv v)
-{
-    float4 q = v.lo + v.hi;
-    return q.x + q.y + q.z + q.w;
-}
+#if VW == 1
+    return v;
+#elif VW == 2
+    return v.x + v.y;
+#elif VW == 4
+    return (v.x + v.y) + (v.z + v.w);
 #else
-typedef float4 floatv;
-#define vloadv vload4
-#define vstorev vstore4
-#define VL 4
-inline float sum_lanes(floatv v)
-{
-    return v.x + v.y + v.z + v.w;
-}
+#if VW == 16
+    float8 h = v.lo + v.hi;
+#else
+    float8 h = v;
 #endif
+    float4 q = h.lo + h.hi;
+    return (q.x + q.y) + (q.z + q.w);
+#endif
+}
+// LAST(i, n): i, or n - 1 past the end (plain arithmetic: PyPI PoCL calls builtins like min)
+#define LAST(i, n) ((i) < (n) ? (i) : (n) - 1)
 #define load1(o, p) ((p)[o])
 #define store1(x, o, p) ((p)[o] = (x))
 
-// out[i] = sum_j w[i n + j] a[j] for the `rows` (RB or fewer) weight rows from w: one vector
-// of partial sums per row, each load of a shared by the rows, the tail added one by one.
-inline void dot_rows(global const float *w, int n, local const float *a, int rows, float *out)
-{
-    floatv acc[RB];
-    for (int i = 0; i < RB; ++i)
-        acc[i] = (floatv)(0.0f);
-    int j = 0;
-    for (; j + VL <= n; j += VL) {
-        floatv av = vloadv(0, a + j);
-        for (int i = 0; i < rows; ++i)
-            acc[i] += vloadv(0, w + i * n + j) * av;
-    }
-    for (int i = 0; i < rows; ++i) {
-        float s = sum_lanes(acc[i]);
-        for (int jj = j; jj < n; ++jj)
-            s += w[i * n + jj] * a[jj];
-        out[i] = s;
-    }
+// DOT_TILE(name, S): z[i][s] = sum_j w[i n + j] a[s n + j] for RB weight rows from w and S
+// samples from a: one vector of partial sums per (row, sample), every loaded vector used by
+// the whole tile, the tail of a row (n not a multiple of VW) added one by one. Rows past
+// `rows` repeat the last one (computed, never stored), so that every loop has constant bounds
+// and the accumulators stay in registers.
+#define DOT_TILE(name, S)                                                                \
+inline void name(global const float *w, int n, local const float *a, int rows,           \
+                 float z[RB][SB])                                                        \
+{                                                                                        \
+    floatv acc[RB][S];                                                                   \
+    for (int i = 0; i < RB; ++i)                                                         \
+        for (int s = 0; s < S; ++s)                                                      \
+            acc[i][s] = (floatv)(0.0f);                                                  \
+    int j = 0;                                                                           \
+    for (; j + VW <= n; j += VW) {                                                       \
+        floatv av[S];                                                                    \
+        for (int s = 0; s < S; ++s)                                                      \
+            av[s] = vloadv(0, a + s * n + j);                                            \
+        for (int i = 0; i < RB; ++i) {                                                   \
+            floatv wv = vloadv(0, w + LAST(i, rows) * n + j);                         \
+            for (int s = 0; s < S; ++s)                                                  \
+                acc[i][s] += wv * av[s];                                                 \
+        }                                                                                \
+    }                                                                                    \
+    for (int i = 0; i < RB; ++i)                                                         \
+        for (int s = 0; s < S; ++s) {                                                    \
+            float sum = sum_lanes(acc[i][s]);                                            \
+            for (int jj = j; jj < n; ++jj)                                               \
+                sum += w[LAST(i, rows) * n + jj] * a[s * n + jj];                     \
+            z[i][s] = sum;                                                               \
+        }                                                                                \
 }
+DOT_TILE(dot_tile, SB)
+DOT_TILE(dot_tile1, 1)
 
 // UPDATE(name, T, load, store): the update of the parameters at p[k ...] (one float or one
 // vector T) from their gradient g, the rules of kernels/optim.cl (torch's):
@@ -142,38 +149,53 @@ inline void name(global float *restrict p, global float *restrict s1,           
 UPDATE(update1, float, load1, store1)
 UPDATE(updatev, floatv, vloadv, vstorev)
 
-// SWEEP(name, T, load, store, update): the backward step of one register block, weight rows
-// r0 .. r0 + rows - 1 (rows <= RB) times the columns j ... of one T (a float or a vector) of
-// a layer with n_in inputs and n_out outputs:
-//   g[i]           = sum_b delta[b, r0 + i] a[b, j...]        (the weight gradient),
-//   dnext[b, j...] += sum_i delta[b, r0 + i] W[r0 + i, j...]    (when dnext is not 0),
-// then the update of those weights. W is read once into registers before it changes.
-#define SWEEP(name, T, load, store, update)                                              \
+// INPUT_GRAD(name, T, load, store, S): the input gradient before the activation's derivative,
+//   dnext[b, j...] = sum_i delta[b, i] W[i, j...]
+// for the S samples from b0 (those past `samples` repeat the last, never stored) and the
+// columns j ... of one T (a float or a vector) of a layer with n_in inputs and n_out
+// outputs: each loaded row of W is used by all the tile's samples.
+#define INPUT_GRAD(name, T, load, store, S)                                              \
+inline void name(global const float *w, int n_in, int n_out, local const float *delta,   \
+                 local float *dnext, int b0, int samples, int j)                         \
+{                                                                                        \
+    T acc[S];                                                                            \
+    for (int s = 0; s < S; ++s)                                                          \
+        acc[s] = (T)(0.0f);                                                              \
+    for (int i = 0; i < n_out; ++i) {                                                    \
+        T wi = load(0, w + i * n_in + j);                                                \
+        for (int s = 0; s < S; ++s)                                                      \
+            acc[s] += delta[(b0 + LAST(s, samples)) * n_out + i] * wi;                \
+    }                                                                                    \
+    for (int s = 0; s < S && s < samples; ++s)                                            \
+        store(acc[s], 0, dnext + (b0 + s) * n_in + j);                                   \
+}
+INPUT_GRAD(input_grad1, float, load1, store1, BT)
+INPUT_GRAD(input_gradv, floatv, vloadv, vstorev, BT)
+INPUT_GRAD(input_gradv1, floatv, vloadv, vstorev, 1)
+
+// WEIGHT_STEP(name, T, load, update): the weight gradient of BT rows from r0 (those past
+// `rows` repeat the last, never updated) and the columns j ... of one T, summed over the batch,
+//   g[i] = sum_b delta[b, r0 + i] a[b, j...],
+// then the update of those weights and their optimizer state.
+#define WEIGHT_STEP(name, T, load, update)                                               \
 inline void name(global float *restrict params, global float *restrict s1,               \
                  global float *restrict s2, int w_off, int n_in, int n_out,              \
-                 local const float *a, local const float *delta, local float *dnext,     \
-                 int batch, int r0, int rows, int j, const Hyper *h)                     \
+                 local const float *a, local const float *delta, int batch, int r0,      \
+                 int rows, int j, const Hyper *h)                                        \
 {                                                                                        \
-    T g[RB], w[RB];                                                                      \
-    for (int i = 0; i < rows; ++i) {                                                     \
+    T g[BT];                                                                             \
+    for (int i = 0; i < BT; ++i)                                                         \
         g[i] = (T)(0.0f);                                                                \
-        w[i] = load(0, params + w_off + (r0 + i) * n_in + j);                            \
-    }                                                                                    \
     for (int b = 0; b < batch; ++b) {                                                    \
-        T ab = load(0, a + b * n_in + j), sum = (T)(0.0f);                               \
-        for (int i = 0; i < rows; ++i) {                                                 \
-            float d = delta[b * n_out + r0 + i];                                         \
-            g[i] += d * ab;                                                              \
-            sum += d * w[i];                                                             \
-        }                                                                                \
-        if (dnext)                                                                       \
-            store(load(0, dnext + b * n_in + j) + sum, 0, dnext + b * n_in + j);         \
+        T ab = load(0, a + b * n_in + j);                                                \
+        for (int i = 0; i < BT; ++i)                                                     \
+            g[i] += delta[b * n_out + r0 + LAST(i, rows)] * ab;                       \
     }                                                                                    \
-    for (int i = 0; i < rows; ++i)                                                       \
+    for (int i = 0; i < BT && i < rows; ++i)                                              \
         update(params, s1, s2, w_off + (r0 + i) * n_in + j, g[i], h);                    \
 }
-SWEEP(sweep1, float, load1, store1, update1)
-SWEEP(sweepv, floatv, vloadv, vstorev, updatev)
+WEIGHT_STEP(weight_step1, float, load1, update1)
+WEIGHT_STEP(weight_stepv, floatv, vloadv, updatev)
 
 // The output layer's dL/dz of sample b into delta (n values), and its loss into *loss_out:
 // softmax + cross-entropy: dz = (p - t) inv_count, loss = -sum t log p;
@@ -210,15 +232,16 @@ inline void output_delta(local float *y, global const float *t, local float *del
 
 // The work-group (any size; its work-items share every loop below):
 //   input      work-item i copies elements i, i + size, ... of the batch's rows of x;
-//   forward    work-item i computes outputs i, i + size, ... of a layer for every sample
-//              (one dot product of a weight row with the sample's activations each);
+//   forward    work-item i computes tiles i, i + size, ... of RB outputs x SB samples of a
+//              layer (dot_tile);
 //   loss       work-item i takes samples i, i + size, ...: softmax, loss, output delta;
-//   backward   work-item i owns one contiguous chunk of a layer's input columns: for every
-//              output row r it adds W[r, chunk] dz[r] to the input gradient of its columns,
-//              forms the weight gradient dz[r] a[chunk] (summed over the batch) and updates
-//              W[r, chunk] and its optimizer state in place (the old W was used just before);
-//              the bias rows are split like the forward outputs. No two work-items write the
-//              same value, so a layer needs no reduction, only a barrier before the next.
+//   backward   first the input gradient from the old weights, in tiles of BT samples x one
+//              vector of input columns (input_grad), then the activation's derivative;
+//              after a barrier, the weight gradient summed over the batch and the update of
+//              W and its optimizer state in place, in tiles of BT rows x one vector of
+//              columns (weight_step); the bias rows are split like the samples of the loss.
+//              No two work-items write the same value, so a layer needs no reduction, only
+//              barriers.
 // Barriers fence global memory too: the weights one work-item updates are read by the others
 // in the next step's forward pass.
 // A step whose output delta is not finite is skipped (no update; skip[0] counts it). Hidden
@@ -255,18 +278,20 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             const int n_in = L[2], n_out = L[3], act = L[4];
             local const float *a = mem + L[5];
             local float *y = mem + L[6];
-            for (int r0 = RB * lid; r0 < n_out; r0 += RB * size) {
-                const int rows = min(RB, n_out - r0);
+            const int row_tiles = (n_out + RB - 1) / RB;
+            for (int t = lid; t < row_tiles * ((batch + SB - 1) / SB); t += size) {
+                const int r0 = t % row_tiles * RB, b0 = t / row_tiles * SB;
+                const int rows = min(RB, n_out - r0), samples = min(SB, batch - b0);
                 global const float *w = params + L[0] + (size_t)r0 * n_in;
-                for (int b = 0; b < batch; ++b) {
-                    float z[RB];
-                    if (rows == RB)
-                        dot_rows(w, n_in, a + b * n_in, RB, z);
-                    else
-                        dot_rows(w, n_in, a + b * n_in, rows, z);
-                    for (int i = 0; i < rows; ++i)
-                        y[b * n_out + r0 + i] = activate(z[i] + params[L[1] + r0 + i], act);
-                }
+                float z[RB][SB];
+                if (samples == SB)
+                    dot_tile(w, n_in, a + b0 * n_in, rows, z);
+                else  // the batch's last sample
+                    dot_tile1(w, n_in, a + b0 * n_in, rows, z);
+                for (int i = 0; i < rows; ++i)
+                    for (int s = 0; s < samples; ++s)
+                        y[(b0 + s) * n_out + r0 + i] =
+                            activate(z[i][s] + params[L[1] + r0 + i], act);
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         }
@@ -289,28 +314,33 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             global const int *L = net + l * TABLE;
             const int n_in = L[2], n_out = L[3];
             local const float *a = mem + L[5];
-            const int below = l > 0 ? net[(l - 1) * TABLE + 4] : ACT_NONE;
-            // this work-item's columns: a multiple of VL wide, except at the end
-            const int chunk = (n_in + VL * size - 1) / (VL * size) * VL;
-            const int j0 = min(lid * chunk, n_in), j1 = min(j0 + chunk, n_in);
-            local float *dn = l > 0 ? dnext : 0;
-            if (l > 0)
-                for (int b = 0; b < batch; ++b)
-                    for (int j = j0; j < j1; ++j)
-                        dnext[b * n_in + j] = 0.0f;
-            for (int r0 = 0; r0 < n_out; r0 += RB) {
-                const int rows = min(RB, n_out - r0);
-                int j = j0;
-                for (; j + VL <= j1; j += VL)
-                    if (rows == RB)
-                        sweepv(params, state1, state2, L[0], n_in, n_out, a, delta, dn, batch,
-                               r0, RB, j, &h);
+            // column units: n_in / VW vectors, then the n_in % VW tail columns one by one
+            const int vectors = n_in / VW, units = vectors + n_in % VW;
+            if (l > 0) {  // the input gradient, from the weights before their update
+                for (int t = lid; t < units * ((batch + BT - 1) / BT); t += size) {
+                    const int u = t % units, b0 = t / units * BT, samples = min(BT, batch - b0);
+                    if (u >= vectors)
+                        input_grad1(params + L[0], n_in, n_out, delta, dnext, b0, samples,
+                                    vectors * VW + u - vectors);
+                    else if (samples == 1)  // per sample: no repeated work
+                        input_gradv1(params + L[0], n_in, n_out, delta, dnext, b0, 1, u * VW);
                     else
-                        sweepv(params, state1, state2, L[0], n_in, n_out, a, delta, dn, batch,
-                               r0, rows, j, &h);
-                for (; j < j1; ++j)
-                    sweep1(params, state1, state2, L[0], n_in, n_out, a, delta, dn, batch, r0,
-                           rows, j, &h);
+                        input_gradv(params + L[0], n_in, n_out, delta, dnext, b0, samples,
+                                    u * VW);
+                }
+                barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+                const int below = net[(l - 1) * TABLE + 4];
+                for (int k = lid; k < batch * n_in; k += size)
+                    dnext[k] *= activate_grad(a[k], below);
+            }
+            for (int t = lid; t < units * ((n_out + BT - 1) / BT); t += size) {
+                const int u = t % units, r0 = t / units * BT, rows = min(BT, n_out - r0);
+                if (u >= vectors)
+                    weight_step1(params, state1, state2, L[0], n_in, n_out, a, delta, batch, r0,
+                                 rows, vectors * VW + u - vectors, &h);
+                else
+                    weight_stepv(params, state1, state2, L[0], n_in, n_out, a, delta, batch, r0,
+                                 rows, u * VW, &h);
             }
             for (int r = lid; r < n_out; r += size) {
                 float g = 0.0f;
@@ -318,10 +348,6 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                     g += delta[b * n_out + r];
                 update1(params, state1, state2, L[1] + r, g, &h);
             }
-            if (l > 0)
-                for (int b = 0; b < batch; ++b)
-                    for (int j = j0; j < j1; ++j)
-                        dnext[b * n_in + j] *= activate_grad(a[b * n_in + j], below);
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             local float *swap = delta;
             delta = dnext;

@@ -1,5 +1,6 @@
-"""The fused MLP training kernel: SGD with momentum and Adam, one sample and a batch with a
-smaller last one, a work-group of several work-items with odd widths."""
+"""The fused MLP training kernel: SGD with momentum and Adam, one sample and batches with a
+smaller last one (2 and 9: partial and full register tiles), a work-group of several
+work-items with odd widths."""
 
 import numpy as np
 
@@ -8,16 +9,17 @@ from nnlib.fused import FusedMLP
 
 rt = nnlib.use_device("oclgrind")
 rng = np.random.default_rng(0)
-x = rng.standard_normal((5, 7)).astype(np.float32)
+x = rng.standard_normal((11, 7)).astype(np.float32)
 for rule, loss, local in (("sgd", "cross_entropy", 1), ("adam", "mse", 3)):
     acts = ("tanh", "softmax") if loss == "cross_entropy" else ("relu", "sigmoid")
     net = nnlib.Sequential([nnlib.Dense(7, 9, acts[0], seed=1), nnlib.Dense(9, 3, acts[1], seed=2)],
                            loss=loss)
     opt = (nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9) if rule == "sgd"
            else nnlib.optim.Adam(net.parameters(), lr=0.01))
-    y = rng.integers(0, 3, 5) if loss == "cross_entropy" else rng.uniform(0, 1, (5, 3))
+    y = rng.integers(0, 3, 11) if loss == "cross_entropy" else rng.uniform(0, 1, (11, 3))
     trainer = FusedMLP(net, opt, local_size=local)
     trainer.fit(x, y, epochs=1, batch_size=1)
     trainer.fit(x, y, epochs=1, batch_size=2)
+    trainer.fit(x, y, epochs=1, batch_size=9)
 rt.queue.finish()
-print("kernels run: fused_mlp_train (SGD momentum, Adam; batch 1 and 2)")
+print("kernels run: fused_mlp_train (SGD momentum, Adam; batch 1, 2 and 9)")
