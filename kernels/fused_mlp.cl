@@ -21,6 +21,9 @@
 #ifndef RULE
 #define RULE 0
 #endif
+#ifndef PARTIAL
+#define PARTIAL 0
+#endif
 #define RULE_SGD 0
 #define RULE_MOMENTUM 1
 #define RULE_ADAM 2
@@ -109,7 +112,14 @@ DOT_TILE(dot_tile1, 1)
 // Adam w *= 1 - lr wd (AdamW) or g' = g + wd w; m, v moving averages of g', g'^2;
 //      w -= step_size m / (sqrt(v) / sqrt_bc2 + eps), the step taken as 0 where the
 //      denominator is 0 (eps = 0 and v = 0: a gradient that has been 0 so far), as optim.cl.
-#if RULE == RULE_ADAM
+#if PARTIAL  // the gradient itself, into the work-group's slice of `grads`
+#define UPDATE(name, T, load, store)                                                     \
+inline void name(global float *restrict p, global float *restrict s1,                    \
+                 global float *restrict s2, int k, T g, const Hyper *h)                  \
+{                                                                                        \
+    store(g, 0, p + k);                                                                  \
+}
+#elif RULE == RULE_ADAM
 #define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
 #define UPDATE(name, T, load, store)                                                     \
 inline void name(global float *restrict p, global float *restrict s1,                    \
@@ -249,14 +259,17 @@ inline void output_delta(local float *y, global const float *t, local float *del
 kernel void fused_mlp_train(global float *restrict params, global float *restrict state1,
                             global float *restrict state2, global const int *net, int layers,
                             global const float *x, global const float *t,
-                            global const int *order, int batch, int steps, int loss,
+                            global const int *order, int batch, int step0, int steps,
+                            int slice, global float *grads, int grad_stride, int loss,
                             float inv_count, float lr, float momentum, int nesterov,
                             float weight_decay, float beta1, float beta2, float eps,
                             int decoupled, global const float *corrections,
                             global float *losses, int loss_offset, global int *skip,
                             local float *mem)
 {
-    const int lid = get_local_id(0), size = get_local_size(0);
+    const int lid = get_local_id(0), size = get_local_size(0), group = get_group_id(0);
+    const int first = group * slice, count = min(slice, batch - first);  // samples here
+    global float *const target = PARTIAL ? grads + (size_t)group * grad_stride : params;
     global const int *top = net + (layers - 1) * TABLE;
     const int n0 = net[2], n_last = top[3], act_last = top[4];
     local float *const out = mem + top[6];
@@ -264,11 +277,11 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
     local float *dnext = mem + net[layers * TABLE + 1];
     Hyper h = {lr, momentum, weight_decay, beta1, beta2, eps, 0.0f, 1.0f, nesterov, decoupled};
 
-    for (int s = 0; s < steps; ++s) {
-        global const int *rows = order + s * batch;
+    for (int s = step0; s < step0 + steps; ++s) {
+        global const int *rows = order + s * batch + first;
         h.step_size = corrections[2 * s];
         h.sqrt_bc2 = corrections[2 * s + 1];
-        for (int b = 0; b < batch; ++b)
+        for (int b = 0; b < count; ++b)
             for (int j = lid; j < n0; j += size)
                 mem[net[5] + b * n0 + j] = x[(size_t)rows[b] * n0 + j];
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
@@ -279,9 +292,9 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             local const float *a = mem + L[5];
             local float *y = mem + L[6];
             const int row_tiles = (n_out + RB - 1) / RB;
-            for (int t = lid; t < row_tiles * ((batch + SB - 1) / SB); t += size) {
+            for (int t = lid; t < row_tiles * ((count + SB - 1) / SB); t += size) {
                 const int r0 = t % row_tiles * RB, b0 = t / row_tiles * SB;
-                const int rows = min(RB, n_out - r0), samples = min(SB, batch - b0);
+                const int rows = min(RB, n_out - r0), samples = min(SB, count - b0);
                 global const float *w = params + L[0] + (size_t)r0 * n_in;
                 float z[RB][SB];
                 if (samples == SB)
@@ -296,15 +309,18 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         }
 
-        for (int b = lid; b < batch; b += size)
+        global float *loss_out = losses + loss_offset + s * batch + first;
+        for (int b = lid; b < count; b += size)
             output_delta(out + b * n_last, t + (size_t)rows[b] * n_last, delta + b * n_last,
-                         n_last, act_last, loss, inv_count, losses + loss_offset + s * batch + b);
+                         n_last, act_last, loss, inv_count, loss_out + b);
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         int finite = 1;
-        for (int c = 0; c < batch * n_last; ++c)
+        for (int c = 0; c < count * n_last; ++c)
             finite &= isfinite(delta[c]);
+        if (PARTIAL && lid == 0)
+            skip[group] = !finite;  // read by fused_mlp_apply
         if (!finite) {  // every work-item takes this branch or none
-            if (lid == 0)
+            if (!PARTIAL && lid == 0)
                 skip[0] += 1;
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             continue;
@@ -317,8 +333,8 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             // column units: n_in / VW vectors, then the n_in % VW tail columns one by one
             const int vectors = n_in / VW, units = vectors + n_in % VW;
             if (l > 0) {  // the input gradient, from the weights before their update
-                for (int t = lid; t < units * ((batch + BT - 1) / BT); t += size) {
-                    const int u = t % units, b0 = t / units * BT, samples = min(BT, batch - b0);
+                for (int t = lid; t < units * ((count + BT - 1) / BT); t += size) {
+                    const int u = t % units, b0 = t / units * BT, samples = min(BT, count - b0);
                     if (u >= vectors)
                         input_grad1(params + L[0], n_in, n_out, delta, dnext, b0, samples,
                                     vectors * VW + u - vectors);
@@ -330,23 +346,23 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 }
                 barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
                 const int below = net[(l - 1) * TABLE + 4];
-                for (int k = lid; k < batch * n_in; k += size)
+                for (int k = lid; k < count * n_in; k += size)
                     dnext[k] *= activate_grad(a[k], below);
             }
             for (int t = lid; t < units * ((n_out + BT - 1) / BT); t += size) {
                 const int u = t % units, r0 = t / units * BT, rows = min(BT, n_out - r0);
                 if (u >= vectors)
-                    weight_step1(params, state1, state2, L[0], n_in, n_out, a, delta, batch, r0,
+                    weight_step1(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
                                  rows, vectors * VW + u - vectors, &h);
                 else
-                    weight_stepv(params, state1, state2, L[0], n_in, n_out, a, delta, batch, r0,
+                    weight_stepv(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
                                  rows, u * VW, &h);
             }
             for (int r = lid; r < n_out; r += size) {
                 float g = 0.0f;
-                for (int b = 0; b < batch; ++b)
+                for (int b = 0; b < count; ++b)
                     g += delta[b * n_out + r];
-                update1(params, state1, state2, L[1] + r, g, &h);
+                update1(target, state1, state2, L[1] + r, g, &h);
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             local float *swap = delta;
@@ -355,3 +371,34 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
         }
     }
 }
+
+#if !PARTIAL
+// The second launch of a step split over `groups` work-groups (fused_mlp_train built with
+// PARTIAL=1 left each group's gradient of its slice of the batch in grads[group, ...]):
+// work-item k, k + global size, ... sums the groups' gradients of parameter k and updates it
+// (the step is skipped, and counted in skip[0], if any group's loss gradient was not finite).
+kernel void fused_mlp_apply(global float *restrict params, global float *restrict state1,
+                            global float *restrict state2, global const float *grads,
+                            int groups, int n, global const int *flags, global int *skip,
+                            int step, float lr, float momentum, int nesterov,
+                            float weight_decay, float beta1, float beta2, float eps,
+                            int decoupled, global const float *corrections)
+{
+    int bad = 0;
+    for (int g = 0; g < groups; ++g)
+        bad |= flags[g];
+    if (bad) {
+        if (get_global_id(0) == 0)
+            skip[0] += 1;
+        return;
+    }
+    const Hyper h = {lr, momentum, weight_decay, beta1, beta2, eps, corrections[2 * step],
+                     corrections[2 * step + 1], nesterov, decoupled};
+    for (int k = get_global_id(0); k < n; k += get_global_size(0)) {
+        float g = grads[k];
+        for (int group = 1; group < groups; ++group)
+            g += grads[(size_t)group * n + k];
+        update1(params, state1, state2, k, g, &h);
+    }
+}
+#endif

@@ -32,6 +32,7 @@ __all__ = ["FusedMLP", "NetworkDoesNotFit"]
 TABLE = 8  # ints per layer in the network table (see kernels/fused_mlp.cl)
 RULES = {"sgd": 0, "momentum": 1, "adam": 2}
 DEFAULT_RUN = 4096  # samples per launch at most (a launch is one long kernel)
+TILE_SAMPLES = 8  # BT in kernels/fused_mlp.cl: a work-group's slice of a batch is at least this
 
 
 class NetworkDoesNotFit(ValueError):
@@ -78,6 +79,8 @@ class FusedMLP:
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
         options = (f"-DVW={rt.vector_width}", f"-DRULE={RULES[self.rule]}")
         self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options).copy()
+        self._options = options
+        self._split = None  # (partial, apply) launchers, made when a batch is first split
         self.max_local_size = self._launch.work_group_size
         if local_size is None:
             if rt.device.type & cl.device_type.GPU:
@@ -97,6 +100,14 @@ class FusedMLP:
         return (f"FusedMLP({'-'.join(map(str, self.widths))}, {self.rule}, "
                 f"local_size={self.local_size})")
 
+    def groups(self, batch: int) -> int:
+        """Work-groups a step of ``batch`` samples is split over: one per compute unit of the
+        device, each with a slice of at least TILE_SAMPLES samples. One group runs the whole
+        step, updates included, and many steps in a launch; more groups each leave the
+        gradient of their slice, and a second launch sums them and updates (two launches a
+        step, but every core of a CPU, every multiprocessor of a GPU, at work)."""
+        return max(1, min(self.runtime.device.max_compute_units, batch // TILE_SAMPLES))
+
     # ------------------------------------------------------------------ layout
     def _layout(self, batch: int) -> tuple:
         """(network table, local floats) for ``batch`` samples per step."""
@@ -114,12 +125,17 @@ class FusedMLP:
         return np.array(table, np.int32), a + 2 * batch * wide
 
     def local_bytes(self, batch: int = 1) -> int:
-        """Local memory one launch needs for ``batch`` samples per step."""
-        return 4 * self._layout(batch)[1]
+        """Local memory one work-group needs for steps of ``batch`` samples (its slice)."""
+        return 4 * self._layout(self._split_batch(batch)[1])[1]
 
-    def _table(self, batch: int):
-        if batch not in self._tables:
-            table, floats = self._layout(batch)
+    def _split_batch(self, batch: int, groups: int | None = None) -> tuple:
+        """(groups, samples per group) of a step of ``batch`` samples, no group empty."""
+        slice_ = -(-batch // (self.groups(batch) if groups is None else groups))
+        return -(-batch // slice_), slice_
+
+    def _table(self, batch: int, slice_: int):
+        if slice_ not in self._tables:
+            table, floats = self._layout(slice_)
             limit = self.runtime.local_mem_size
             if 4 * floats > limit:
                 fits = max((b for b in range(1, batch) if self.local_bytes(b) <= limit),
@@ -129,9 +145,9 @@ class FusedMLP:
                     f"{4 * floats} bytes of local memory, the device has {limit}"
                     + (f"; batch {fits} fits" if fits else
                        "; the network is too wide for one work-group: use net.fit"))
-            self._tables[batch] = (self.runtime.to_device(table, "table", dtype=np.int32),
-                                   cl.LocalMemory(4 * floats))
-        return self._tables[batch]
+            self._tables[slice_] = (self.runtime.to_device(table, "table", dtype=np.int32),
+                                    cl.LocalMemory(4 * floats))
+        return self._tables[slice_]
 
     # ------------------------------------------------------------------ training
     def _corrections(self, steps: int) -> np.ndarray:
@@ -144,39 +160,81 @@ class FusedMLP:
             out[:, 1] = np.sqrt(1.0 - opt.beta2 ** t)
         return out.astype(np.float32)
 
-    def run(self, x, targets, order, batch: int, losses, offset: int = 0) -> None:
+    def run(self, x, targets, order, batch: int, losses, offset: int = 0,
+            groups: int | None = None) -> None:
         """Enqueue ``len(order) // batch`` steps on device data: step s trains on rows
         ``order[s*batch:(s+1)*batch]`` of ``x`` (n, n_in) and ``targets`` (n, n_out) and
-        writes their losses to ``losses[offset + s*batch + b]``. Waits for nothing."""
+        writes their losses to ``losses[offset + s*batch + b]``, each step split over
+        ``groups`` work-groups (default :meth:`groups`). Waits for nothing."""
         rt, opt = self.runtime, self.optimizer
         steps = len(order) // batch
-        table, local = self._table(batch)
-        for first in range(0, steps, max(1, DEFAULT_RUN // batch)):
-            count = min(steps - first, max(1, DEFAULT_RUN // batch))
+        groups, slice_ = self._split_batch(batch, groups)
+        table, local = self._table(batch, slice_)
+        run = steps if groups > 1 else max(1, DEFAULT_RUN // batch)
+        for first in range(0, steps, run):
+            count = min(steps - first, run)
             part = np.ascontiguousarray(order[first * batch:(first + count) * batch], np.int32)
             rows = rt.to_device(part, "order", dtype=np.int32)
             corr = rt.to_device(self._corrections(count), "corrections")
-            self._enqueue(x, targets, rows, batch, count, corr, losses,
-                          offset + first * batch, table, local)
+            launch = self._enqueue if groups == 1 else self._enqueue_split
+            launch(x, targets, rows, batch, count, corr, losses, offset + first * batch,
+                   table, local, groups, slice_)
             opt.steps += count
 
-    def _enqueue(self, x, targets, rows, batch, count, corr, losses, offset, table, local):
-        opt, rt = self.optimizer, self.runtime
+    def _args(self) -> tuple:
+        """(state1, state2, hyper-parameter arguments) of both kernels."""
+        opt = self.optimizer
         state = [s.flat for s in opt._buffers().values() if s]
         state1 = state[0] if state else opt._layout.grad  # unused without state
         state2 = state[1] if len(state) > 1 else state1
-        divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)
         adam = self.rule == "adam"
         f32, i32 = np.float32, np.int32
+        hyper = (f32(opt.lr), f32(getattr(opt, "momentum", 0.0)),
+                 i32(getattr(opt, "nesterov", 0)), f32(opt.weight_decay),
+                 f32(opt.beta1 if adam else 0.0), f32(opt.beta2 if adam else 0.0),
+                 f32(opt.eps if adam else 0.0), i32(getattr(opt, "decoupled", False)))
+        return state1, state2, hyper
+
+    def _train_args(self, batch: int) -> tuple:
+        divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)
+        return (np.int32(LOSSES[self.net.loss]), np.float32(1.0 / divisor))
+
+    def _enqueue(self, x, targets, rows, batch, count, corr, losses, offset, table, local,
+                 groups, slice_):
+        opt = self.optimizer
+        state1, state2, hyper = self._args()
+        i32 = np.int32
         self._launch(
             (self.local_size,), (self.local_size,), opt._layout.value.data, state1.data,
             state2.data, table.data, i32(len(self.net.layers)), x.data, targets.data,
-            rows.data, i32(batch), i32(count), i32(LOSSES[self.net.loss]), f32(1.0 / divisor),
-            f32(opt.lr), f32(getattr(opt, "momentum", 0.0)), i32(getattr(opt, "nesterov", 0)),
-            f32(opt.weight_decay), f32(opt.beta1 if adam else 0.0),
-            f32(opt.beta2 if adam else 0.0), f32(opt.eps if adam else 0.0),
-            i32(getattr(opt, "decoupled", False)), corr.data, losses.data, i32(offset),
+            rows.data, i32(batch), i32(0), i32(count), i32(batch), opt._layout.grad.data,
+            i32(0), *self._train_args(batch), *hyper, corr.data, losses.data, i32(offset),
             opt._skip.data, local)
+
+    def _enqueue_split(self, x, targets, rows, batch, count, corr, losses, offset, table,
+                       local, groups, slice_):
+        """Two launches a step: ``groups`` work-groups each leave the gradient of their
+        slice of the batch in a buffer of ``groups`` gradients; fused_mlp_apply sums them
+        and updates."""
+        rt, opt = self.runtime, self.optimizer
+        if self._split is None:
+            self._split = (
+                rt.launcher("fused_mlp", "fused_mlp_train", self._options + ("-DPARTIAL=1",))
+                .copy(), rt.launcher("fused_mlp", "fused_mlp_apply", self._options).copy())
+        partial, apply = self._split
+        n = opt._layout.value.shape[0]
+        grads, flags = rt.empty((groups * n,)), rt.empty((groups,), dtype=np.int32)
+        state1, state2, hyper = self._args()
+        i32 = np.int32
+        train = self._train_args(batch)
+        for s in range(count):
+            partial((groups * self.local_size,), (self.local_size,), opt._layout.value.data,
+                    state1.data, state2.data, table.data, i32(len(self.net.layers)), x.data,
+                    targets.data, rows.data, i32(batch), i32(s), i32(1), i32(slice_),
+                    grads.data, i32(n), *train, *hyper, corr.data, losses.data, i32(offset),
+                    flags.data, local)
+            apply((n,), None, opt._layout.value.data, state1.data, state2.data, grads.data,
+                  i32(groups), i32(n), flags.data, opt._skip.data, i32(s), *hyper, corr.data)
 
     def fit(self, x, y, epochs: int = 10, batch_size: int = 1, seed: int = 0) -> dict:
         """Like ``Sequential.fit`` (the same shuffling from ``seed``, the same steps): returns

@@ -32,8 +32,28 @@ CASES = [  # sizes, activations, loss, optimizer, batch, local size (None: the d
 ]
 
 
+SPLIT_CASES = [  # steps split over several work-groups: sizes, ..., local size, groups
+    ((7, 13, 5, 3), ("tanh", "sigmoid", "softmax"), "cross_entropy", "sgd", 20, None, 3),
+    ((11, 37, 9, 2), ("relu", "leaky_relu", "none"), "mse", "adamw", 33, 5, 2),
+    ((11, 37, 9, 2), ("tanh", "tanh", "sigmoid"), "mse", "adam", 17, None, 4),
+]
+
+
 @pytest.mark.parametrize("sizes,acts,loss,kind,batch,local", CASES)
 def test_fused_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local):
+    check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local)
+
+
+@pytest.mark.parametrize("sizes,acts,loss,kind,batch,local,groups", SPLIT_CASES)
+def test_split_steps_equal_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local,
+                                          groups):
+    """Each step's batch split over `groups` work-groups (partial gradients, then one launch
+    that sums them and updates), the last smaller batch too."""
+    check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local, groups)
+
+
+def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local,
+                                    groups=None):
     n = 101  # steps per epoch: 101 per sample, with a last smaller batch otherwise
     x = rng.standard_normal((n, sizes[0])).astype(np.float32)
     y = (rng.integers(0, sizes[-1], n) if loss == "cross_entropy"
@@ -42,7 +62,10 @@ def test_fused_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch
     fused_opt = optimizer(kind, fused_net.parameters())
     layer_opt = optimizer(kind, layer_net.parameters())
     trainer = FusedMLP(fused_net, fused_opt, local_size=local)
-    epochs = 3 if batch == 1 else 12  # several hundred steps
+    if groups:
+        trainer.groups = lambda size: min(groups, size)
+        assert trainer._split_batch(batch)[0] > 1
+    epochs = 3 if batch == 1 else 12 if batch < 10 else 60  # several hundred steps
     got = trainer.fit(x, y, epochs=epochs, batch_size=batch, seed=3)["loss"]
     want = layer_net.fit(x, y, layer_opt, epochs=epochs, batch_size=batch, seed=3,
                          progress=False)["loss"]
@@ -117,14 +140,17 @@ def test_networks_that_do_not_fit_are_refused(rt):
         FusedMLP(conv, nnlib.optim.SGD(conv.parameters()))
 
 
-def test_non_finite_steps_are_skipped_and_reported(rt, rng):
+@pytest.mark.parametrize("groups", [1, 2])
+def test_non_finite_steps_are_skipped_and_reported(rt, rng, groups):
     net = mlp(rt, (4, 3, 2), ("tanh", "none"), "mse")
     opt = nnlib.optim.SGD(net.parameters(), lr=0.1)
     net.layers[1].weight.set(np.full((2, 3), np.inf, np.float32))
     before = [p.numpy() for p in net.parameters()]
     x = rng.standard_normal((6, 4)).astype(np.float32)
+    trainer = FusedMLP(net, opt)
+    trainer.groups = lambda size: groups
     with pytest.raises(FloatingPointError, match="skipped"):
-        FusedMLP(net, opt).fit(x, np.zeros((6, 2), np.float32), epochs=1, batch_size=2)
+        trainer.fit(x, np.zeros((6, 2), np.float32), epochs=1, batch_size=2)
     assert opt.skipped_steps == 3
     for p, value in zip(net.parameters(), before):
         np.testing.assert_array_equal(p.numpy(), value)

@@ -1,6 +1,6 @@
 """The fused MLP training kernel: SGD with momentum and Adam, one sample and batches with a
 smaller last one (2 and 9: partial and full register tiles), a work-group of several
-work-items with odd widths."""
+work-items with odd widths; steps split over two work-groups (fused_mlp_apply)."""
 
 import numpy as np
 
@@ -21,5 +21,8 @@ for rule, loss, local in (("sgd", "cross_entropy", 1), ("adam", "mse", 3)):
     trainer.fit(x, y, epochs=1, batch_size=1)
     trainer.fit(x, y, epochs=1, batch_size=2)
     trainer.fit(x, y, epochs=1, batch_size=9)
+    trainer.groups = lambda batch: 2  # each step split: partial gradients, then apply
+    trainer.fit(x, y, epochs=1, batch_size=9)
 rt.queue.finish()
-print("kernels run: fused_mlp_train (SGD momentum, Adam; batch 1, 2 and 9)")
+print("kernels run: fused_mlp_train (SGD momentum, Adam; batch 1, 2 and 9; whole and split "
+      "steps), fused_mlp_apply")
