@@ -9,9 +9,12 @@ optimizer state are the network's and the optimizer's own arrays (the optimizer'
 layout), updated in place, so ``net`` and ``optimizer`` go on with the layer-by-layer path
 afterwards. ``Parameter.grad`` is not written (gradients never leave the kernel).
 
-It pays where launches dominate: small widths and small batches. One work-group uses one
-core of a CPU (one compute unit of a GPU), and the batch's activations must fit in local
-memory: :meth:`FusedMLP.local_bytes` says how much a batch size needs.
+One work-group uses one core of a CPU (one compute unit of a GPU), so a mini-batch step is
+split over the device's compute units (:meth:`FusedMLP.groups`): each work-group leaves the
+gradient of its slice of the batch, and a second launch sums them and updates (two launches
+a step). It pays where launches dominate: small widths and small batches. A work-group's
+slice of the batch must fit in local memory: :meth:`FusedMLP.local_bytes` says how much a
+batch size needs.
 
 Taught in notebooks/03_cpu_vs_gpu.
 """
@@ -236,19 +239,22 @@ class FusedMLP:
             apply((n,), None, opt._layout.value.data, state1.data, state2.data, grads.data,
                   i32(groups), i32(n), flags.data, opt._skip.data, i32(s), *hyper, corr.data)
 
-    def fit(self, x, y, epochs: int = 10, batch_size: int = 1, seed: int = 0) -> dict:
+    def fit(self, x, y, epochs: int = 10, batch_size: int = 1, seed: int = 0,
+            groups: int | None = None) -> dict:
         """Like ``Sequential.fit`` (the same shuffling from ``seed``, the same steps): returns
         ``{"loss": [...]}``, the mean training loss of each epoch. The data go to the device
         once; each epoch is one launch per DEFAULT_RUN samples (and one for a last, smaller
-        batch)."""
+        batch), or two launches a step where a step is split over ``groups`` work-groups
+        (default :meth:`groups`)."""
         net, rt = self.net, self.runtime
         x = np.asarray(x, dtype=np.float32)
         n = len(x)
         if len(y) != n:
             raise ValueError(f"fit: {n} inputs but {len(y)} targets")
         if n == 0 or not isinstance(batch_size, (int, np.integer)) or batch_size < 1 \
-                or epochs < 0:
-            raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
+                or epochs < 0 or groups is not None and not 1 <= groups <= batch_size:
+            raise ValueError("fit: needs data, batch_size >= 1, epochs >= 0 and groups in "
+                             "[1, batch_size]")
         xd = rt.to_device(x, "fit inputs", shape=(None, self.widths[0]))
         targets = net._targets(np.asarray(y), n)
         rng = np.random.default_rng(seed)
@@ -259,9 +265,10 @@ class FusedMLP:
         for _ in range(epochs):
             skipped_before = self.optimizer.skipped_steps
             order = rng.permutation(n).astype(np.int32)
-            self.run(xd, targets, order[:full], batch_size, losses)
+            self.run(xd, targets, order[:full], batch_size, losses, groups=groups)
             if full < n:
-                self.run(xd, targets, order[full:], n - full, losses, full)
+                self.run(xd, targets, order[full:], n - full, losses, full,
+                         None if groups is None else min(groups, n - full))
             history["loss"].append(float(DeviceLoss(losses, n * per_sample)))
             skipped = self.optimizer.skipped_steps - skipped_before
             if skipped:
@@ -270,9 +277,10 @@ class FusedMLP:
                     "the loss gradient held NaN or infinity; lower the learning rate")
         return history
 
-    def step(self, x, y) -> DeviceLoss:
-        """One training step on the batch (x, y) in one launch (plus the copies of x and y),
-        like ``Sequential.train_step``; returns the loss on the device."""
+    def step(self, x, y, groups: int | None = None) -> DeviceLoss:
+        """One training step on the batch (x, y) in one launch, or two if split over
+        ``groups`` work-groups (plus the copies of x and y), like ``Sequential.train_step``;
+        returns the loss on the device."""
         rt = self.runtime
         xd = rt.to_device(x, "step inputs", shape=(None, self.widths[0]))
         batch = xd.shape[0]
@@ -280,7 +288,7 @@ class FusedMLP:
             raise ValueError("step: batch is empty")
         targets = self.net._targets(y, batch)
         losses = rt.empty((batch,))
-        self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses)
+        self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses, groups=groups)
         divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)
         return DeviceLoss(losses, divisor)
 

@@ -541,11 +541,15 @@ assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 
 # %% [markdown]
 # Where it stops paying. One work-group runs on one compute unit: one core of a CPU, one of
-# the dozens of multiprocessors of a GPU. The fused kernel does the arithmetic with no help
-# from the others, so as the batch grows the layer-by-layer path, whose blocked kernels use
-# every core, catches up and passes it once the work per step outweighs a dozen launches. And
-# the batch's activations must fit in local memory, a few tens of KiB on a GPU: wide layers
-# or large batches simply do not fit (`FusedMLP` says so and how large a batch would).
+# the dozens of multiprocessors of a GPU. For a batch of several samples `FusedMLP` therefore
+# splits each step over the device's compute units (`fused.groups(batch)` work-groups, each
+# with a slice of at least one register tile of samples): every work-group runs forward and
+# backward for its slice and leaves that slice's gradient, and a second launch sums the
+# gradients and updates the weights. Two launches a step instead of a dozen, so as the batch
+# grows and the work per step outweighs the launches, the two paths come closer: compare the
+# ratios below. And each work-group's slice must fit in local memory, a few tens of KiB on a
+# GPU: wide layers or large batches simply do not fit (`FusedMLP` says so and how large a
+# batch would).
 
 # %% tags=["nbval-ignore-output"]
 limit = rt.local_mem_size
@@ -561,8 +565,8 @@ for batch in (1, 8, 64):
         continue
     fused_b = epoch_ms(lambda: fused.fit(x_f[:count], y_f[:count], epochs=1,
                                          batch_size=batch))
-    print(line + f"fused {1e3 * fused_b / (count // batch):7.0f} µs a step: "
-          f"{layer_b / fused_b:5.1f}x")
+    print(line + f"fused {1e3 * fused_b / (count // batch):7.0f} µs a step "
+          f"({fused.groups(batch)} work-groups): {layer_b / fused_b:5.1f}x")
 print(f"local memory {limit // 1024} KiB: the classifier fits up to batch {fits} "
       f"({fused.local_bytes(1)} bytes a sample)")
 
@@ -579,9 +583,9 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 
 # %% [markdown]
 # GPUs fuse for the same reason, with more hands. A single work-group would leave a GPU
-# nearly idle, so fused GPU training kernels give each work-group a slice of the batch and
-# keep a narrow network's weights in shared memory and registers (the "fully fused" MLPs of
-# tiny-cuda-nn, for widths of 64 or 128); optimizers update every tensor in one launch
+# nearly idle, so fused GPU training kernels give each work-group a slice of the batch (as
+# the split steps above) and keep a narrow network's weights in shared memory and registers
+# (the "fully fused" MLPs of tiny-cuda-nn, for widths of 64 or 128); optimizers update every tensor in one launch
 # (PyTorch's `fused=True` Adam, as nnlib's flat layout does); and a fixed sequence of
 # launches is recorded once and replayed with one submission (CUDA Graphs), which removes the
 # host's cost but not the kernels' own start-up. What fusion buys is the same everywhere: the

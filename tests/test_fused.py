@@ -1,6 +1,7 @@
-"""FusedMLP (kernels/fused_mlp.cl): one launch per run of training steps gives the layer-by-
-layer path's results (SGD, Adam, per sample and mini-batch, odd widths, widths above the
-work-group size) and the numpy reference's; networks that do not fit are refused clearly."""
+"""FusedMLP (kernels/fused_mlp.cl): one launch per run of training steps, or steps split over
+several work-groups (partial gradients + fused_mlp_apply), gives the layer-by-layer path's
+results (SGD, Adam, per sample and mini-batch, odd widths, widths above the work-group size)
+and the numpy reference's; networks that do not fit are refused clearly."""
 
 import numpy as np
 import pytest
@@ -62,11 +63,9 @@ def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, loc
     fused_opt = optimizer(kind, fused_net.parameters())
     layer_opt = optimizer(kind, layer_net.parameters())
     trainer = FusedMLP(fused_net, fused_opt, local_size=local)
-    if groups:
-        trainer.groups = lambda size: min(groups, size)
-        assert trainer._split_batch(batch)[0] > 1
+    assert groups is None or trainer._split_batch(batch, groups)[0] > 1
     epochs = 3 if batch == 1 else 12 if batch < 10 else 60  # several hundred steps
-    got = trainer.fit(x, y, epochs=epochs, batch_size=batch, seed=3)["loss"]
+    got = trainer.fit(x, y, epochs=epochs, batch_size=batch, seed=3, groups=groups)["loss"]
     want = layer_net.fit(x, y, layer_opt, epochs=epochs, batch_size=batch, seed=3,
                          progress=False)["loss"]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)
@@ -78,8 +77,8 @@ def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, loc
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=2e-5)
 
 
-@pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_fused_step_equals_numpy_reference(rt, rng, kind):
+@pytest.mark.parametrize("kind,groups", [("sgd", 1), ("adam", 1), ("sgd", 2), ("adam", 3)])
+def test_fused_step_equals_numpy_reference(rt, rng, kind, groups):
     sizes, acts = (6, 10, 4), ("tanh", "softmax")
     net = mlp(rt, sizes, acts, "cross_entropy")
     opt = optimizer(kind, net.parameters())
@@ -93,9 +92,10 @@ def test_fused_step_equals_numpy_reference(rt, rng, kind):
     for step in range(1, 6):
         x = rng.standard_normal((3, 6)).astype(np.float32)
         labels = rng.integers(0, 4, 3)
-        value = float(trainer.step(x, labels))
+        value = float(trainer.step(x, labels, groups=groups))
         want = fused_mlp_step(weights, biases, state, x.astype(np.float64),
-                              np.eye(4)[labels], acts, "cross_entropy", kind, step, **hyper)
+                              np.eye(4)[labels], acts, "cross_entropy", kind, step, groups,
+                              **hyper)
         assert abs(value - want) < 1e-5 * max(1.0, abs(want))
         for layer, w, b in zip(net.layers, weights, biases):
             np.testing.assert_allclose(layer.weight.numpy(), w, rtol=1e-4, atol=1e-6)
@@ -133,6 +133,8 @@ def test_networks_that_do_not_fit_are_refused(rt):
                                           "cross_entropy").parameters()))
     with pytest.raises(TypeError, match="AdamMini"):
         FusedMLP(net, nnlib.optim.AdamMini(net.parameters()))
+    with pytest.raises(ValueError, match="groups"):
+        trainer.fit(x[:4], np.zeros(4, int), epochs=1, batch_size=2, groups=3)
     with pytest.raises(ValueError, match="local_size"):
         FusedMLP(net, nnlib.optim.SGD(net.parameters()), local_size=0)
     conv = nnlib.Sequential([nnlib.Conv1d(4, 1, 2, 3, runtime=rt)], loss="mse")
@@ -147,10 +149,9 @@ def test_non_finite_steps_are_skipped_and_reported(rt, rng, groups):
     net.layers[1].weight.set(np.full((2, 3), np.inf, np.float32))
     before = [p.numpy() for p in net.parameters()]
     x = rng.standard_normal((6, 4)).astype(np.float32)
-    trainer = FusedMLP(net, opt)
-    trainer.groups = lambda size: groups
     with pytest.raises(FloatingPointError, match="skipped"):
-        trainer.fit(x, np.zeros((6, 2), np.float32), epochs=1, batch_size=2)
+        FusedMLP(net, opt).fit(x, np.zeros((6, 2), np.float32), epochs=1, batch_size=2,
+                               groups=groups)
     assert opt.skipped_steps == 3
     for p, value in zip(net.parameters(), before):
         np.testing.assert_array_equal(p.numpy(), value)

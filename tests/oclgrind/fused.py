@@ -21,8 +21,7 @@ for rule, loss, local in (("sgd", "cross_entropy", 1), ("adam", "mse", 3)):
     trainer.fit(x, y, epochs=1, batch_size=1)
     trainer.fit(x, y, epochs=1, batch_size=2)
     trainer.fit(x, y, epochs=1, batch_size=9)
-    trainer.groups = lambda batch: 2  # each step split: partial gradients, then apply
-    trainer.fit(x, y, epochs=1, batch_size=9)
+    trainer.fit(x, y, epochs=1, batch_size=9, groups=2)  # split: partial gradients, apply
 rt.queue.finish()
 print("kernels run: fused_mlp_train (SGD momentum, Adam; batch 1, 2 and 9; whole and split "
       "steps), fused_mlp_apply")
