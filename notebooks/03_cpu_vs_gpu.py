@@ -566,7 +566,7 @@ for batch in (1, 8, 64):
     fused_b = epoch_ms(lambda: fused.fit(x_f[:count], y_f[:count], epochs=1,
                                          batch_size=batch))
     print(line + f"fused {1e3 * fused_b / (count // batch):7.0f} µs a step "
-          f"({fused.groups(batch)} work-groups): {layer_b / fused_b:5.1f}x")
+          f"(work-groups: {fused.groups(batch)}): {layer_b / fused_b:5.1f}x")
 print(f"local memory {limit // 1024} KiB: the classifier fits up to batch {fits} "
       f"({fused.local_bytes(1)} bytes a sample)")
 
