@@ -37,13 +37,14 @@ import pyopencl.array as cla
 from . import tuning
 from .layers.base import Layer
 from .runtime import get_runtime
-from .sizes import ceil_div, is_smooth, radices
+from .sizes import ceil_div, is_smooth, radices, vector_width
 
 __all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
            "DIRECT_MAX", "NORMS", "dual_norm"]
 
 DIRECT_MAX = 24  # lengths up to this with a prime factor above 5 use the O(n^2) direct DFT
 NORMS = ("backward", "ortho", "forward")
+ROW_WIDTHS = (2, 4, 8)  # fft.cl's VR: rows per work-item of fft_rows
 _DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # runtime -> {n: _Plan}
 
@@ -95,7 +96,7 @@ def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
         return ({"VR": 0, "LOCAL": top, "GROUPS_PER_CU": 0},
                 [{"VR": 0, "LOCAL": s, "GROUPS_PER_CU": 0} for s in sizes])
     rows = [{"VR": vr, "LOCAL": 1, "GROUPS_PER_CU": g}
-            for vr in dict.fromkeys((min(max(rt.vector_width, 2), 8), 8, 4, 2))
+            for vr in dict.fromkeys((vector_width(rt.vector_width, ROW_WIDTHS), 8, 4, 2))
             for g in (16, 4) if 2 * 8 * n * vr <= _local_mem_size(rt)]
     items = [{"VR": 0, "LOCAL": 1, "GROUPS_PER_CU": g} for g in (16, 4, 64)] + [
         {"VR": 0, "LOCAL": min(top, 8), "GROUPS_PER_CU": 16}]

@@ -441,8 +441,9 @@ class Runtime:
 
     @property
     def vector_width(self) -> int:
-        """The preferred float vector width as a power of two from 1 to 16 (the VW of
-        elementwise kernels): 16 on PoCL with AVX-512, 1 on NVIDIA GPUs."""
+        """The preferred float vector width as a power of two from 1 to 16: 16 on PoCL with
+        AVX-512, 1 on NVIDIA GPUs. Kernels get their default width from it by one rule,
+        :func:`nnlib.sizes.vector_width`."""
         return self.limits.vector_width
 
     @property

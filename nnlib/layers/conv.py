@@ -23,10 +23,11 @@ import numpy as np
 from .. import tuning
 from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
-from ..sizes import ceil_div
+from ..sizes import ceil_div, vector_width
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
+TILE_WIDTHS = (4, 8, 16)  # conv.cl's CV
 
 
 def tile_candidates(rt) -> list:
@@ -35,7 +36,7 @@ def tile_candidates(rt) -> list:
     ``CF`` filters per work-item. Default: the device's preferred float vector width (4 to
     16), 4 filters (8 vector accumulators); the tuner also tries the other widths and 2
     filters (fewer registers)."""
-    default = {"CV": min(max(rt.vector_width, 4), 16), "CF": 4}
+    default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4}
     out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
