@@ -271,7 +271,6 @@ class FFT(Layer):
         super().__init__(runtime)
         _check_norm(norm)
         self.inverse, self.norm = bool(inverse), norm
-        self._shape = None
 
     def __repr__(self):
         return f"FFT(inverse={self.inverse}, norm={self.norm!r})"
@@ -282,15 +281,14 @@ class FFT(Layer):
     def forward(self, x):
         op = ifft if self.inverse else fft
         y = op(x, self.norm, self.runtime)
-        self._shape = y.shape
+        self.save_for_backward(y.shape)  # the adjoint needs only the shape
         return y
 
     def backward(self, grad_out):
-        if self._shape is None:
-            raise RuntimeError("FFT.backward called before forward")
+        (shape,) = self.saved()
         g = _complex_input(grad_out, self.runtime, "FFT grad_out")
-        if g.shape != self._shape:
-            raise ValueError(f"FFT grad_out: expected shape {self._shape}, got {g.shape}")
+        if g.shape != shape:
+            raise ValueError(f"FFT grad_out: expected shape {shape}, got {g.shape}")
         op = fft if self.inverse else ifft
         return op(g, _DUAL[self.norm], self.runtime)
 
