@@ -110,7 +110,8 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 #
 # `nnlib.bench.dense` times one n -> n tanh layer, forward and forward + backward, with the
 # article's kernels ("seed" in the table) and the fast ones, numpy (1 and 2 BLAS threads) and
-# PyTorch, in one run, on each device that compiles (GFLOP/s: higher is faster).
+# PyTorch, in one run, on each device that compiles (GFLOP/s: higher is faster; the other
+# devices at width 1024 only, where the designs differ most).
 
 # %% tags=["nbval-ignore-output"]
 default = rt.device
@@ -120,9 +121,10 @@ results = {}
 for device in real:
     nnlib.use_device(device)
     print(device.name.strip())
+    sizes = (["--widths", "64", "256", "1024", "--batches", "1", "16", "64"] if device == default
+             else ["--widths", "1024", "--batches", "1", "64"])
     results[device.name.strip()] = dense.main(
-        ["--widths", "64", "256", "1024", "--batches", "1", "16", "64", "--repeat", "7",
-         "--seed-max-width", "1024", "--name", "notebook_dense"])
+        sizes + ["--repeat", "3", "--seed-max-width", "1024", "--name", "notebook_dense"])
 rt = nnlib.use_device(default)
 rows = results[default.name.strip()]
 
@@ -218,7 +220,7 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 by_threads = {t: run_child("dense", ["--widths", "256", "1024", "--batches", "64",
-                                     "--repeat", "7", "--seed-max-width", "0",
+                                     "--repeat", "3", "--seed-max-width", "0",
                                      "--pocl-threads", str(t), "--name", f"notebook_t{t}"])
               for t in (1, 2)}
 
@@ -311,7 +313,7 @@ plt.show()
 # seconds; `python -m nnlib.bench.train_step` runs it):
 
 # %% tags=["nbval-ignore-output"]
-steps = train_step.main(["--batches", "64", "1", "--steps", "10", "--repeat", "7",
+steps = train_step.main(["--batches", "64", "1", "--steps", "10", "--repeat", "3",
                          "--no-tinygrad"])
 
 # %%
@@ -585,12 +587,12 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 # GPUs fuse for the same reason, with more hands. A single work-group would leave a GPU
 # nearly idle, so fused GPU training kernels give each work-group a slice of the batch (as
 # the split steps above) and keep a narrow network's weights in shared memory and registers
-# (the "fully fused" MLPs of tiny-cuda-nn, for widths of 64 or 128); optimizers update every tensor in one launch
-# (PyTorch's `fused=True` Adam, as nnlib's flat layout does); and a fixed sequence of
-# launches is recorded once and replayed with one submission (CUDA Graphs), which removes the
-# host's cost but not the kernels' own start-up. What fusion buys is the same everywhere: the
-# fewer times the host and the device have to meet per step, the more of the step is
-# arithmetic. `python -m nnlib.bench.seed_experiment` compares both nnlib paths with numpy on
+# (the "fully fused" MLPs of tiny-cuda-nn, for widths of 64 or 128); optimizers update every
+# tensor in one launch (PyTorch's `fused=True` Adam, as nnlib's flat layout does); and a
+# fixed sequence of launches is recorded once and replayed with one submission (CUDA
+# Graphs), which removes the host's cost but not the kernels' own start-up. What fusion buys
+# is the same everywhere: the fewer times the host and the device have to meet per step, the
+# more of the step is arithmetic. `python -m nnlib.bench.seed_experiment` compares both nnlib paths with numpy on
 # the article's whole data set.
 
 # %% [markdown]
