@@ -226,6 +226,12 @@ class FusedMLP:
                 .copy(), rt.launcher("fused_mlp", "fused_mlp_apply", self._options).copy())
         partial, apply = self._split
         n = opt._layout.value.shape[0]
+        # fused_mlp_apply strides over the parameters: one work-group of the kernel's
+        # preferred multiple per compute unit (a work-group per few parameters would cost
+        # PoCL more than the update itself)
+        wg = min(apply.work_group_size, apply.kernel.get_work_group_info(
+            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device))
+        spread = wg * rt.device.max_compute_units
         grads, flags = rt.empty((groups * n,)), rt.empty((groups,), dtype=np.int32)
         state1, state2, hyper = self._args()
         i32 = np.int32
@@ -236,8 +242,9 @@ class FusedMLP:
                     targets.data, rows.data, i32(batch), i32(s), i32(1), i32(slice_),
                     grads.data, i32(n), *train, *hyper, corr.data, losses.data, i32(offset),
                     flags.data, local)
-            apply((n,), None, opt._layout.value.data, state1.data, state2.data, grads.data,
-                  i32(groups), i32(n), flags.data, opt._skip.data, i32(s), *hyper, corr.data)
+            apply((spread,), (wg,), opt._layout.value.data, state1.data, state2.data,
+                  grads.data, i32(groups), i32(n), flags.data, opt._skip.data, i32(s), *hyper,
+                  corr.data)
 
     def fit(self, x, y, epochs: int = 10, batch_size: int = 1, seed: int = 0,
             groups: int | None = None) -> dict:
