@@ -31,20 +31,21 @@ class BlockedDenseKernels:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (product, batch class) -> (Launcher, params, local)
 
-    def params(self, product: str, batch: int) -> dict:
-        """The parameters ``product`` runs with at ``batch`` on this device."""
+    def params(self, product: str, batch: int, weights: int = 0) -> dict:
+        """The parameters ``product`` runs with at ``batch`` on a layer of ``weights``
+        weights on this device."""
         if product in self._fixed:
             return dict(self._fixed[product])
-        shape = shape_class(product, batch)
+        shape = shape_class(product, batch, weights)
         return tuning.tuned(self.runtime, f"dense.{product}", shape,
                             candidates(self.runtime, product, shape),
                             lambda p: dense_params.measure(self.runtime, product, shape, p),
-                            default_params(self.runtime, product))
+                            default_params(self.runtime, product, shape))
 
-    def _launcher(self, product: str, batch: int):
-        key = (product, shape_class(product, batch))
+    def _launcher(self, product: str, batch: int, weights: int):
+        key = (product, shape_class(product, batch, weights))
         if key not in self._launchers:
-            params = self.params(product, batch)
+            params = self.params(product, batch, weights)
             launcher = self.runtime.launcher("dense", "gemm_nt" if product == "forward" else
                                              "gemm_tn", build_options(params)).copy()
             local = (min(params["LOCAL"], launcher.work_group_size), 1)
@@ -56,17 +57,17 @@ class BlockedDenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        launcher, p, local = self._launcher("forward", batch)
+        launcher, p, local = self._launcher("forward", batch, n_in * n_out)
         grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, 4))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
     def _tn(self, product, batch, p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, gate=None,
-            act=0, rowsum=None):
+            act=0, rowsum=None, weights=0):
         """C (+)= P^T B on gemm_tn, times act'(gate) if ``act``; ``rowsum`` (a device array)
-        also gets P's column sums. Unused buffer slots get ``c`` (gemm_tn reads ``y`` even
+        also gets P's column sums; ``weights``: the layer's n_in * n_out. Unused buffer slots get ``c`` (gemm_tn reads ``y`` even
         when ``act`` is 0: Oclgrind reports NULL reads)."""
-        launcher, prm, local = self._launcher(product, batch)
+        launcher, prm, local = self._launcher(product, batch, weights)
         grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
@@ -78,7 +79,8 @@ class BlockedDenseKernels:
         """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]  # dX = (dZ^T)^T W
-        return self._tn("input", batch, dz, 1, n_out, w, dx, batch, n_in, n_out, False, x, act)
+        return self._tn("input", batch, dz, 1, n_out, w, dx, batch, n_in, n_out, False, x, act,
+                        weights=n_in * n_out)
 
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
         """dw += dz^T x and db += column sums of dz (or = without ``accumulate``), in one
@@ -86,4 +88,4 @@ class BlockedDenseKernels:
         batch, n_out = dz.shape
         n_in = x.shape[1]
         return self._tn("weight", batch, dz, n_out, 1, x, dw, n_out, n_in, batch, accumulate,
-                        rowsum=db)
+                        rowsum=db, weights=n_in * n_out)
