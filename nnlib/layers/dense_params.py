@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tuning
+from ..sizes import vector_width
 
 PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked design
 # Batch classes: the tile that suits batch 64 wastes most of its rows on batch 1, so each
@@ -21,6 +22,7 @@ TUNE_WIDTH = 512
 # operands no longer fit the caches, and the tile order that wins at 512 loses there.
 WIDE_WEIGHTS = 2048 * 2048
 WIDE_TUNE_WIDTH = 2048
+WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
@@ -52,7 +54,7 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     CPU walks its work-groups along the columns first (TN_ORDER 1): consecutive work-groups
     then share their rows of dZ in the cache (5888 x 5888 from 640 rows: 1.7x faster on PoCL
     3.1, Zen 3)."""
-    vw = max(4, rt.vector_width)
+    vw = vector_width(rt.vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
     if product == "forward":
         return {"NT_I": 2, **common}
@@ -78,7 +80,7 @@ def candidates(rt, product: str, shape: str) -> list:
     if product == "weight":  # rows of dW (n_out), whatever the batch
         rows = (4, 6, 8)
     base = default_params(rt, product, shape)
-    wide = min(16, 2 * base["VW"])
+    wide = vector_width(2 * base["VW"], WIDTHS)
 
     def tile(r, vw):
         if product == "forward":
