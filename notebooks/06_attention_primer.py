@@ -639,18 +639,27 @@ assert result["f1_pct"] <= result["best_f1"] <= 1
 # step, ties counting one half), without scikit-learn. Each check runs your code on awkward
 # cases and names the likely mistake.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "gumbel_softmax", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_gumbel_softmax("../kernels")
+verdict = exercises.check_gumbel_softmax("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "auc_roc_code", "locked": false, "schema_version": 3, "solution": true}
 def auc_roc(labels, scores):
+    # exercises.hint("auc_roc", 1) gives a nudge, level 2 the formula
     ### BEGIN SOLUTION
-    # HINT: compare every anomalous step's score with every normal step's (broadcasting)
     anomalous, normal = scores[labels == 1][:, None], scores[labels == 0][None, :]
     return float((anomalous > normal).mean() + 0.5 * (anomalous == normal).mean())
     ### END SOLUTION
 
 
-exercises.check_auc_roc(auc_roc)
+# %% nbgrader={"grade": true, "grade_id": "auc_roc", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_auc_roc(auc_roc)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
