@@ -24,8 +24,9 @@
 #
 # Sources: "Neural Networks in Trading: Reducing Memory Consumption with Adam-mini
 # Optimization" (the article's kernels; original article
-# <https://www.mql5.com/ru/articles/15352>, read in English and Portuguese); Yushun Zhang et al., ["Adam-mini: Use Fewer Learning Rates To Gain
-# More"](https://arxiv.org/abs/2406.16793), ICLR 2025; Xingyu Xie et al., ["Adan: Adaptive
+# <https://www.mql5.com/ru/articles/15352>, read in English and Portuguese); Yushun Zhang
+# et al., ["Adam-mini: Use Fewer Learning Rates To Gain More"](https://arxiv.org/abs/2406.16793),
+# ICLR 2025; Xingyu Xie et al., ["Adan: Adaptive
 # Nesterov Momentum Algorithm for Faster Optimizing Deep Models"](https://arxiv.org/abs/2208.06677),
 # IEEE TPAMI 2024 (summarised in German by WBOY on the PHP Chinese website, php.cn,
 # 2023-04-11).

@@ -150,10 +150,7 @@ for d in (4, 16, 64, 256):
 # plain attention):
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("attention", "masked_attention_forward"))
-### STUB: print(open("../kernels/attention.cl").read())  # your copy: notebook 07 has its exercise
-### END SOLUTION
+print(nnlib.source("attention", "masked_attention_forward", folder="../kernels"))
 
 # %%
 for groups, n, d in [(1, 1, 4), (3, 5, 7), (big, 3, 4)]:
@@ -460,10 +457,7 @@ print(f"denorm: dL/dy matches finite differences (1e-3): {max_rel_error(dy, nume
 # with $g_{\text{hard}} = \partial L / \partial\,\text{hard}$: a biased but useful gradient.
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("activation", "gumbel_softmax_forward"))
-### STUB: print(open("../kernels/activation.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("activation", "gumbel_softmax_forward", folder="../kernels"))
 print(nnlib.source("activation", "gumbel_softmax_backward"))
 
 # %%
