@@ -247,13 +247,14 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
 // row k of B. One work-item per tile of TN_R rows x TN_COLS columns of C: TN_R * TN_V
 // vector accumulators; each step broadcasts TN_R values of P against TN_V vectors of B.
 // Dimension 0 runs over the row blocks, so that neighbouring work-items share the columns
-// of B. With act (not ACT_NONE), each value is multiplied by activate_grad(y, act), y of C's
-// shape: the input gradient becomes the previous layer's dZ in the same pass. With rowsum,
-// the work-items of the first column block also write (or add) the sums over k of P[k, r]
-// to d[r].
-kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float *b,
+// of B. The three kernels below differ only in what they do besides: with y (not 0), each
+// value is multiplied by activate_grad(y, act), y of C's shape; with d (not 0), the
+// work-items of the first column block also write (or add) the sums over k of P[k, r] to
+// d[r]. The kernels pass 0 for what they lack, so the compiler drops that code.
+// panel: TN_KB * TN_COLS floats of local memory (unused without TN_KB).
+inline void tn_tile(global const float *p, int p_k, int p_r, global const float *b,
                     global float *c, int nrows, int ncols, int nk, int accumulate,
-                    global const float *y, int act, int rowsum, global float *d)
+                    global const float *y, int act, global float *d, local float *panel)
 {
 #if TN_ORDER  // the work-groups walk along the columns first (the groups' row blocks last)
     int g = get_group_id(0) + get_num_groups(0) * get_group_id(1);
@@ -283,7 +284,6 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
     // copied once into local memory, contiguous (a CPU's caches keep it; B's own rows are
     // often a power-of-two apart, which maps them all to the same few cache sets), and
     // every work-item reads it from there. Work-items past the last row only help copy.
-    local float panel[TN_KB * TN_COLS];
     int lid = get_local_id(0), lsize = get_local_size(0), width = min(TN_COLS, ncols - c0);
     for (int kb = 0; kb < nk; kb += TN_KB) {
         int kn = min(TN_KB, nk - kb);
@@ -353,23 +353,54 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
         #pragma unroll
         for (int v = 0; v < TN_V; ++v) {
             size_t o = (size_t)(r0 + r) * ncols + c0 + v * VW;
-            if (act == ACT_NONE && c0 + (v + 1) * VW <= ncols) {  // a whole vector
+            if (y == 0 && c0 + (v + 1) * VW <= ncols) {  // a whole vector
                 STOREV(accumulate ? LOADV(c + o) + acc[r][v] : acc[r][v], c + o);
             } else if (c0 + v * VW < ncols) {
                 float out[VW];
                 STOREV(acc[r][v], out);
                 for (int q = 0; q < min(VW, ncols - c0 - v * VW); ++q) {
-                    float value = out[q] * activate_grad(y[o + q], act);
+                    float value = y == 0 ? out[q] : out[q] * activate_grad(y[o + q], act);
                     c[o + q] = accumulate ? c[o + q] + value : value;
                 }
             }
         }
     }
-    if (rowsum && c0 == 0)
+    if (d != 0 && c0 == 0)
         for (int r = 0; r < TN_R && r0 + r < nrows; ++r) {
             float sum = 0.0f;
             for (int k = 0; k < nk; ++k)
                 sum += p[(size_t)k * p_k + (size_t)(r0 + r) * p_r];
             d[r0 + r] = accumulate ? d[r0 + r] + sum : sum;
         }
+}
+
+#define TN_PANEL local float panel[TN_KB ? TN_KB * TN_COLS : 1]
+
+// C (+)= P^T B: the plain product (the input gradient of a layer whose dZ Sequential does
+// not fuse).
+kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float *b,
+                    global float *c, int nrows, int ncols, int nk, int accumulate)
+{
+    TN_PANEL;
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, 0, panel);
+}
+
+// C = (P^T B) * act'(y): the input gradient times the previous layer's activation
+// derivative (y is that layer's output), which makes it the previous layer's dZ in one pass.
+kernel void gemm_tn_gated(global const float *p, int p_k, int p_r, global const float *b,
+                          global float *c, int nrows, int ncols, int nk,
+                          global const float *y, int act)
+{
+    TN_PANEL;
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, 0, y, act, 0, panel);
+}
+
+// C (+)= P^T B and d (+)= the sums over k of P[k, r]: the weight gradient dW and the bias
+// gradient db in one pass.
+kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const float *b,
+                           global float *c, int nrows, int ncols, int nk, int accumulate,
+                           global float *d)
+{
+    TN_PANEL;
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, panel);
 }

@@ -29,7 +29,7 @@ class BlockedDenseKernels:
         for product in self._fixed:
             if product not in PRODUCTS:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
-        self._launchers: dict = {}  # (product, batch class) -> (Launcher, params, local)
+        self._launchers: dict = {}  # (kernel, batch class) -> (Launcher, params, local)
 
     def params(self, product: str, batch: int) -> dict:
         """The parameters ``product`` runs with at ``batch`` on this device."""
@@ -41,12 +41,13 @@ class BlockedDenseKernels:
                             lambda p: dense_params.measure(self.runtime, product, shape, p),
                             default_params(self.runtime, product))
 
-    def _launcher(self, product: str, batch: int):
-        key = (product, shape_class(product, batch))
+    def _launcher(self, product: str, batch: int, kernel: str):
+        """The launcher of ``kernel`` (gemm_nt or a gemm_tn kernel) built with the
+        parameters ``product`` runs with at ``batch``, its parameters and local size."""
+        key = (kernel, shape_class(product, batch))
         if key not in self._launchers:
             params = self.params(product, batch)
-            launcher = self.runtime.launcher("dense", "gemm_nt" if product == "forward" else
-                                             "gemm_tn", build_options(params)).copy()
+            launcher = self.runtime.launcher("dense", kernel, build_options(params)).copy()
             local = (min(params["LOCAL"], launcher.work_group_size), 1)
             self._launchers[key] = (launcher, params, local)
         return self._launchers[key]
@@ -56,34 +57,32 @@ class BlockedDenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        launcher, p, local = self._launcher("forward", batch)
+        launcher, p, local = self._launcher("forward", batch, "gemm_nt")
         grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, 4))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
-    def _tn(self, product, batch, p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, gate=None,
-            act=0, rowsum=None):
-        """C (+)= P^T B on gemm_tn, times act'(gate) if ``act``; ``rowsum`` (a device array)
-        also gets P's column sums. Unused buffer slots get ``c`` (gemm_tn reads ``y`` even
-        when ``act`` is 0: Oclgrind reports NULL reads)."""
-        launcher, prm, local = self._launcher(product, batch)
+    def _tn(self, product, kernel, batch, p, p_k, p_r, b, c, nrows, ncols, nk, *extra):
+        """C (+)= P^T B on the gemm_tn ``kernel``; ``extra`` are the arguments after nk."""
+        launcher, prm, local = self._launcher(product, batch, kernel)
         grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
-                        i32(nrows), i32(ncols), i32(nk), i32(accumulate),
-                        (c if gate is None else gate).data, i32(act),
-                        i32(rowsum is not None), (c if rowsum is None else rowsum).data)
+                        i32(nrows), i32(ncols), i32(nk), *extra)
 
     def backward_input(self, dz, w, dx, x=None, act: int = 0):
         """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]  # dX = (dZ^T)^T W
-        return self._tn("input", batch, dz, 1, n_out, w, dx, batch, n_in, n_out, False, x, act)
+        args = (batch, dz, 1, n_out, w, dx, batch, n_in, n_out)
+        if act:
+            return self._tn("input", "gemm_tn_gated", *args, x.data, np.int32(act))
+        return self._tn("input", "gemm_tn", *args, np.int32(False))
 
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
         """dw += dz^T x and db += column sums of dz (or = without ``accumulate``), in one
         launch."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
-        return self._tn("weight", batch, dz, n_out, 1, x, dw, n_out, n_in, batch, accumulate,
-                        rowsum=db)
+        return self._tn("weight", "gemm_tn_rowsum", batch, dz, n_out, 1, x, dw, n_out, n_in,
+                        batch, np.int32(accumulate), db.data)
