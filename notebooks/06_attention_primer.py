@@ -406,7 +406,7 @@ print(f"block: dL/dh matches finite differences (1e-3): {max_rel_error(dh, numer
 # it off.)
 
 # %%
-print(nnlib.source("catch", "revin_norm"))
+print(nnlib.source("catch", "revin_norm", folder="../kernels"))  # notebook 07 has its exercise
 print(nnlib.source("catch", "revin_denorm"))
 
 # %%
