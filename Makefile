@@ -2,8 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# pytest-xdist: one worker per core (at most 4); each test file, and each notebook's cells in
+# order, on one worker (module fixtures built once; a notebook is one kernel session)
+PYTEST := $(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile
 # nbval with the default kernel parameters (NNLIB_TUNE=0: no search, the same kernels each run)
-NBVAL  := NNLIB_TUNE=0 $(PY) -m pytest --nbval --nbval-current-env \
+NBVAL  := NNLIB_TUNE=0 $(PYTEST) --nbval --nbval-current-env \
           --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-cell-timeout 600
 
 # Tests that touch no kernel (files, packaging, site, benchmarks' plumbing; Oclgrind sets its
@@ -52,13 +55,13 @@ doctor:
 	  && $(PY) -m nnlib.doctor; }
 
 unit: browser
-	$(PY) -m pytest tests
+	$(PYTEST) tests
 
 notebooks:
 	$(NBVAL) notebooks/
 
 gpu-profile:
-	NNLIB_PROFILE=gpu $(PY) -m pytest tests $(HOST_TESTS:%=--ignore=%) --deselect $(GPU_DESELECT)
+	NNLIB_PROFILE=gpu $(PYTEST) tests $(HOST_TESTS:%=--ignore=%) --deselect $(GPU_DESELECT)
 	NNLIB_PROFILE=gpu $(NBVAL) notebooks/
 
 other-devices:

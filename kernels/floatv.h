@@ -1,5 +1,5 @@
 // floatv: VW floats as one OpenCL vector (VW 1, 2, 4, 8 or 16, a build option nnlib derives
-// from the device's preferred width, Runtime.vector_width), with vloadv/vstorev its
+// from the device's preferred width by nnlib.sizes.vector_width), with vloadv/vstorev its
 // vloadN/vstoreN. Included (`#include "floatv.h"`) after the file has settled VW.
 #ifndef FLOATV_H
 #define FLOATV_H

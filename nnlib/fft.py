@@ -37,13 +37,14 @@ import pyopencl.array as cla
 from . import tuning
 from .layers.base import Layer
 from .runtime import get_runtime
-from .sizes import ceil_div, is_smooth, radices
+from .sizes import ceil_div, is_smooth, radices, vector_width
 
 __all__ = ["fft", "ifft", "FFT", "to_complex", "real_part", "re_im", "from_re_im",
            "DIRECT_MAX", "NORMS", "dual_norm"]
 
 DIRECT_MAX = 24  # lengths up to this with a prime factor above 5 use the O(n^2) direct DFT
 NORMS = ("backward", "ortho", "forward")
+ROW_WIDTHS = (2, 4, 8)  # fft.cl's VR: rows per work-item of fft_rows
 _DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # runtime -> {n: _Plan}
 
@@ -95,7 +96,7 @@ def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
         return ({"VR": 0, "LOCAL": top, "GROUPS_PER_CU": 0},
                 [{"VR": 0, "LOCAL": s, "GROUPS_PER_CU": 0} for s in sizes])
     rows = [{"VR": vr, "LOCAL": 1, "GROUPS_PER_CU": g}
-            for vr in dict.fromkeys((min(max(rt.vector_width, 2), 8), 8, 4, 2))
+            for vr in dict.fromkeys((vector_width(rt.vector_width, ROW_WIDTHS), 8, 4, 2))
             for g in (16, 4) if 2 * 8 * n * vr <= _local_mem_size(rt)]
     items = [{"VR": 0, "LOCAL": 1, "GROUPS_PER_CU": g} for g in (16, 4, 64)] + [
         {"VR": 0, "LOCAL": min(top, 8), "GROUPS_PER_CU": 16}]
@@ -270,7 +271,6 @@ class FFT(Layer):
         super().__init__(runtime)
         _check_norm(norm)
         self.inverse, self.norm = bool(inverse), norm
-        self._shape = None
 
     def __repr__(self):
         return f"FFT(inverse={self.inverse}, norm={self.norm!r})"
@@ -281,15 +281,14 @@ class FFT(Layer):
     def forward(self, x):
         op = ifft if self.inverse else fft
         y = op(x, self.norm, self.runtime)
-        self._shape = y.shape
+        self.save_for_backward(y.shape)  # the adjoint needs only the shape
         return y
 
     def backward(self, grad_out):
-        if self._shape is None:
-            raise RuntimeError("FFT.backward called before forward")
+        (shape,) = self.saved()
         g = _complex_input(grad_out, self.runtime, "FFT grad_out")
-        if g.shape != self._shape:
-            raise ValueError(f"FFT grad_out: expected shape {self._shape}, got {g.shape}")
+        if g.shape != shape:
+            raise ValueError(f"FFT grad_out: expected shape {shape}, got {g.shape}")
         op = fft if self.inverse else ifft
         return op(g, _DUAL[self.norm], self.runtime)
 

@@ -27,7 +27,7 @@ from . import tuning
 from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
-from .sizes import ceil_div
+from .sizes import ceil_div, vector_width
 
 TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
 
@@ -35,14 +35,14 @@ TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 2
 def default_params(rt) -> dict:
     """Elementwise update kernels without tuning: the device's vector width per work-item,
     vloadN, the driver's choice of work-group size (LOCAL 0)."""
-    return {"VW": rt.vector_width, "VLOAD": 1, "LOCAL": 0}
+    return {"VW": vector_width(rt.vector_width), "VLOAD": 1, "LOCAL": 0}
 
 
 def candidates(rt) -> list:
     """What the tuner tries: 1, the device's and twice the device's width per work-item
     (each with vloadN and with loads by hand), and work-groups of 64."""
     base = default_params(rt)
-    widths = sorted({1, base["VW"], min(16, 2 * base["VW"])})
+    widths = sorted({1, base["VW"], vector_width(2 * base["VW"])})
     out = [base] + ([dict(base, VLOAD=0)] if base["VW"] > 1 else [])  # most promising first
     out += [dict(base, VW=w, VLOAD=v) for w in widths for v in ((1, 0) if w > 1 else (1,))]
     out.append(dict(base, LOCAL=64))

@@ -19,6 +19,11 @@ class Parameter:
     ``block_size`` tells block-wise optimizers (Adam-mini) how the tensor splits into
     blocks of consecutive elements: a dense weight uses one block per output row, a bias
     ``1`` (one block per element); ``None`` means one block for the whole tensor.
+
+    ``value`` and ``grad`` are not fixed: an elementwise optimizer's first step or
+    ``zero_grad`` moves them into its flat layout (:meth:`move_into`, :class:`FlatLayout`),
+    new arrays with the same contents. Hold the Parameter and read ``p.value`` when needed,
+    never a saved ``p.value``.
     """
 
     def __init__(self, array, name: str = "param", block_size: int | None = None,

@@ -1,4 +1,5 @@
-"""The OpenCL runtime: choose a device, build programs from ``kernels/``, time kernels.
+"""The OpenCL runtime: one context and queue on the chosen device (:mod:`nnlib.opencl_devices`),
+the programs built there from ``kernels/`` (:mod:`nnlib.sources`), arrays, kernel timing.
 
 One :class:`Runtime` holds a context, a profiling queue and the programs built for it.
 ``get_runtime()`` returns the default one, created on first use (never at import):
@@ -15,14 +16,9 @@ Taught in notebooks/00_devices.
 
 from __future__ import annotations
 
-import math
-import os
-import re
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -32,166 +28,17 @@ import pyopencl.tools  # noqa: F401  (cl.tools.MemoryPool)
 
 from . import _fast_array, signatures
 from .codes import build_defines
+from .opencl_devices import (  # noqa: F401  (public here since before the split)
+    GPU_PROFILE, NO_COMPILER_HINT, POCL_HINT, PROFILES, DeviceNotFoundError,
+    Limits, NoPlatformError, all_devices, can_compile, device_limits, devices, find_device,
+    is_simulator, platforms, profile_from_env)
 from .launcher import Launcher
-from .tuning import preferred_device
-
-POCL_HINT = (
-    "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
-    "(a CPU device from PyPI, no system package needed), or `conda install -c conda-forge "
-    "pocl`, or your GPU vendor's OpenCL driver."
-)
-
-
-class NoPlatformError(RuntimeError):
-    """No OpenCL platform (ICD) is installed."""
-
-
-class DeviceNotFoundError(LookupError):
-    """The requested OpenCL device does not exist on this machine."""
+from .sources import kernel_dir, kernel_path, program_source, shown_path, source  # noqa: F401
 
 
 class KernelBuildError(RuntimeError):
     """An OpenCL program failed to build; the message carries the device's build log."""
 
-
-def kernel_dir() -> Path:
-    """The folder holding the ``.cl`` files: inside the installed package, else the repo's."""
-    packaged = resources.files("nnlib").joinpath("kernels")
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "kernels"
-
-
-_REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
-_INCLUDE = re.compile(r'^#include "(\w+)\.h"\s*$', re.MULTILINE)
-
-
-def _kernel_file(topic: str, folder=None, suffix: str = ".cl") -> Path:
-    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl`` (or
-    ``.h``)."""
-    if folder is not None and (Path(folder) / f"{topic}{suffix}").is_file():
-        return Path(folder) / f"{topic}{suffix}"
-    path = kernel_dir() / f"{topic}{suffix}"
-    if not path.is_file():
-        known = sorted(p.stem for p in kernel_dir().glob("*.cl"))
-        raise FileNotFoundError(f"no kernel file {topic}{suffix}; known topics: {known}")
-    return path
-
-
-def _shown(path: Path) -> str:
-    """How messages name a kernel file: ``kernels/x.cl`` for the workbook's own."""
-    return f"kernels/{path.name}" if path.parent == kernel_dir() else str(path)
-
-
-# The exercise markers of kernels/*.cl (tools/make_exercises.py): not part of what is shown.
-_EXERCISE_MARKERS = re.compile(r"^[ \t]*//\s*(###\s*)?(BEGIN SOLUTION|END SOLUTION|HINT:|STUB:)"
-                               r".*\n", re.MULTILINE)
-
-
-def source(topic: str, kernel: str | None = None, folder=None) -> str:
-    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel), or only
-    the kernel function ``kernel`` with the comment lines just above it, without exercise
-    markers. ``folder``: read ``<folder>/<topic>.cl`` if it exists (a student's copy)."""
-    text = _EXERCISE_MARKERS.sub("", _kernel_file(topic, folder).read_text())
-    if kernel is None:
-        return text
-    match = re.search(rf"^kernel void {kernel}\(", text, re.MULTILINE)
-    if match is None:
-        raise KeyError(f"{topic}.cl has no kernel {kernel!r}")
-    lines = text[:match.start()].splitlines()
-    while lines and lines[-1].startswith("//"):
-        lines.pop()
-    start = len("\n".join(lines)) + (1 if lines else 0)
-    depth, end = 0, text.index("{", match.start())
-    for end in range(end, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[end], 0)
-        if depth == 0:
-            break
-    return text[start:end + 1]
-
-
-def program_source(topic: str, folder=None) -> str:
-    """``<topic>.cl`` preceded by the files it names in ``// requires: x.cl`` lines.
-
-    Files are looked up in ``folder`` first (e.g. a student's exercise kernels), then in
-    ``kernels/``. Each part starts with a ``#line`` directive naming its file, so compiler
-    messages point at the real file and line. A line ``#include "x.h"`` is replaced by the
-    text of ``x.h``, looked up the same way (no compiler include path to set up).
-    """
-    parts, seen = [], []
-
-    def include(path, text):
-        def header(match):
-            inner = _kernel_file(match.group(1), folder, ".h")
-            line = text.count("\n", 0, match.start()) + 2
-            return (f'#line 1 "{_shown(inner)}"\n{inner.read_text()}\n'
-                    f'#line {line} "{_shown(path)}"')
-        return _INCLUDE.sub(header, text)
-
-    def add(name):
-        if name in seen:
-            return
-        seen.append(name)
-        path = _kernel_file(name, folder)
-        text = path.read_text()
-        for dep in _REQUIRES.findall(text):
-            add(dep)
-        parts.append(f'#line 1 "{_shown(path)}"\n{include(path, text)}')
-
-    add(topic)
-    return "\n".join(parts)
-
-
-def platforms() -> list[cl.Platform]:
-    try:
-        found = cl.get_platforms()
-    except (cl.LogicError, cl.RuntimeError) as err:
-        raise NoPlatformError(f"{POCL_HINT} ({err})") from None
-    if not found:
-        raise NoPlatformError(POCL_HINT)
-    return found
-
-
-def is_simulator(device: cl.Device) -> bool:
-    return "oclgrind" in device.platform.name.lower()
-
-
-def _kind(device: cl.Device) -> str:
-    if device.type & cl.device_type.GPU:
-        return "GPU"
-    if device.type & cl.device_type.CPU:
-        return "CPU"
-    return "accelerator"
-
-
-def all_devices() -> list[cl.Device]:
-    return [d for p in platforms() for d in p.get_devices()]
-
-
-def devices() -> list[dict]:
-    """Every OpenCL device on this machine with the limits a kernel author needs."""
-    return [
-        {
-            "platform": d.platform.name,
-            "device": d.name.strip(),
-            "type": "simulator" if is_simulator(d) else _kind(d),
-            "compute_units": d.max_compute_units,
-            "max_work_group_size": d.max_work_group_size,
-            "local_mem_kib": d.local_mem_size // 1024,
-            "global_mem_mib": d.global_mem_size // 2**20,
-            "opencl": d.version,
-            "compiles": can_compile(d),
-        }
-        for d in all_devices()
-    ]
-
-
-def _matches(obj, key: str, index: int) -> bool:
-    key = key.strip()
-    return key == str(index) or key.lower() in obj.name.lower()
-
-
-_usable_cache: dict = {}
 
 # Subnormal floats are flushed to zero, as GPUs do by default: on a CPU, arithmetic on them
 # can be many times slower, and a long training run makes them (Adam's moments of weights
@@ -199,143 +46,6 @@ _usable_cache: dict = {}
 # nnlib.bench.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
 # Every build also gets the shared codes (activations, losses) as -D options (nnlib/codes.py).
 BUILD_OPTIONS = ("-cl-denorms-are-zero", *build_defines())
-
-
-def can_compile(device: cl.Device) -> bool:
-    """Whether ``device`` builds the smallest kernel file (``vector.cl``). PoCL 3.0 from PyPI
-    (LLVM 14) fails on CPUs newer than LLVM 14 knows ("unknown target CPU 'generic'"), e.g.
-    AMD Zen 5."""
-    key = (device.platform.name, device.platform.version, device.name)
-    if key not in _usable_cache:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                cl.Program(cl.Context([device]), program_source("vector")).build()
-            _usable_cache[key] = True
-        except cl.Error:
-            _usable_cache[key] = False
-    return _usable_cache[key]
-
-
-NO_COMPILER_HINT = (
-    "No OpenCL device on this machine can compile kernels. PoCL 3.0 from PyPI (LLVM 14) "
-    "does not know CPUs newer than 2022 (its build log says \"unknown target CPU "
-    "'generic'\"). Install a newer PoCL beside it: `sudo apt-get install pocl-opencl-icd` "
-    "(Debian/Ubuntu), or `conda install -c conda-forge pocl`; `make doctor` checks again."
-)
-
-
-def find_device(spec=None) -> cl.Device:
-    """Resolve ``spec`` to a device.
-
-    ``spec`` may be a ``pyopencl.Device``; a ``"platform:device"`` string in the
-    ``PYOPENCL_CTX`` style (indices or case-insensitive name parts, e.g. ``"portable:0"``);
-    a single name part matched against platform and device names (``"pocl"``,
-    ``"oclgrind"``, ``"nvidia"``); or ``"gpu"`` / ``"cpu"``. ``None`` means
-    ``PYOPENCL_CTX`` if set, else the first GPU, else the first CPU (never Oclgrind); among
-    several that compile, the one ``make doctor`` measured fastest.
-    """
-    if isinstance(spec, cl.Device):
-        return spec
-    found = all_devices()
-    if spec is None:
-        env = os.environ.get("PYOPENCL_CTX", "").strip()
-        if env:
-            return find_device(env)
-        real = [d for d in found if not is_simulator(d)]
-        if not real:
-            raise DeviceNotFoundError("only a simulator is installed; ask for it by name")
-        rank = {"GPU": 0, "CPU": 1}
-        pref = preferred_device() or {}
-        wanted = (pref.get("platform"), pref.get("device"))
-
-        def order(d):  # GPUs first; within a kind, the one `make doctor` measured fastest
-            return rank.get(_kind(d), 2), (d.platform.version.strip(), d.name.strip()) != wanted
-
-        for d in sorted(real, key=order):
-            if can_compile(d):
-                return d
-        raise DeviceNotFoundError(NO_COMPILER_HINT)
-    if not isinstance(spec, str):
-        raise TypeError(f"device spec must be a str or pyopencl.Device, not {type(spec)}")
-    text = spec.strip()
-    if text.lower() in ("gpu", "cpu"):
-        hits = [d for d in found if _kind(d) == text.upper() and not is_simulator(d)]
-    elif ":" in text:
-        pkey, dkey = text.split(":", 1)
-        hits = [
-            d
-            for pi, p in enumerate(platforms())
-            if _matches(p, pkey, pi)
-            for di, d in enumerate(p.get_devices())
-            if not dkey.strip() or _matches(d, dkey, di)
-        ]
-    else:
-        hits = [
-            d
-            for pi, p in enumerate(platforms())
-            for d in p.get_devices()
-            if _matches(p, text, pi) or text.lower() in d.name.lower()
-        ]
-    if not hits:
-        names = [f"{d.platform.name}: {d.name.strip()}" for d in found]
-        raise DeviceNotFoundError(f"no OpenCL device matches {spec!r}; available: {names}")
-    return hits[0]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What kernels and layers may assume about the device: the one place they read it."""
-
-    kind: str  # "GPU", "CPU" or "accelerator"
-    vector_width: int  # preferred float vector width, a power of two from 1 to 16
-    max_work_group_size: int
-    work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
-    local_mem_size: int  # bytes of local memory per work-group
-
-
-# NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar
-# float code (the 32-wide warps are the vectors), 1024 work-items per group, warps of 32,
-# 48 KiB of local memory. Sizes are capped by the real device's: every launch stays legal.
-GPU_PROFILE = {"kind": "GPU", "vector_width": 1, "max_work_group_size": 1024,
-               "work_group_multiple": 32, "local_mem_size": 48 * 1024}
-PROFILES = ("device", "gpu")
-
-
-def profile_from_env(value: str | None = None) -> str:
-    """The profile named by ``value`` or, if None, by ``NNLIB_PROFILE`` (unset: "device")."""
-    name = (os.environ.get("NNLIB_PROFILE", "") if value is None else value).strip().lower()
-    if name in ("", "device"):
-        return "device"
-    if name not in PROFILES:
-        raise ValueError(f"unknown nnlib profile {name!r} (NNLIB_PROFILE); choose one of "
-                         f"{PROFILES}: 'gpu' makes a CPU device report a typical GPU's limits")
-    return name
-
-
-def _preferred_multiple(device: cl.Device) -> int:
-    try:  # a device query since OpenCL 3.0; a kernel query before
-        return int(device.preferred_work_group_size_multiple)
-    except (cl.Error, AttributeError):
-        kernel = cl.Kernel(cl.Program(cl.Context([device]), program_source("vector")).build(),
-                           "vector_add")
-        return int(kernel.get_work_group_info(
-            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
-
-
-def device_limits(device: cl.Device, profile: str = "device") -> Limits:
-    """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them."""
-    width = device.preferred_vector_width_float
-    own = Limits(kind=_kind(device),
-                 vector_width=2 ** min(int(math.log2(width)), 4) if width >= 1 else 1,
-                 max_work_group_size=device.max_work_group_size,
-                 work_group_multiple=_preferred_multiple(device),
-                 local_mem_size=device.local_mem_size)
-    if profile_from_env(profile) == "device":
-        return own
-    capped = ("max_work_group_size", "local_mem_size")
-    return replace(own, **{key: min(value, getattr(own, key)) if key in capped else value
-                           for key, value in GPU_PROFILE.items()})
 
 
 # Programs kept per runtime (least recently used dropped first): every distinct source text
@@ -397,7 +107,7 @@ class Runtime:
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise KernelBuildError(
-                    f"{_shown(_kernel_file(topic, folder))} failed to build on "
+                    f"{shown_path(kernel_path(topic, folder))} failed to build on "
                     f"{self.device.name.strip()} "
                     f"({self.device.platform.name}). Build log:\n{err}{hint}"
                 ) from None
@@ -431,18 +141,19 @@ class Runtime:
         src = program_source(topic, folder)
         with self.lock:
             if src not in self._signatures:
-                self._signatures[src] = signatures.parse(src, _shown(_kernel_file(topic, folder)))
+                self._signatures[src] = signatures.parse(src, self.kernel_file(topic, folder))
             return self._signatures[src]
 
     @staticmethod
     def kernel_file(topic: str, folder=None) -> str:
         """The file of program ``topic`` as messages name it, e.g. ``kernels/dense.cl``."""
-        return _shown(_kernel_file(topic, folder))
+        return shown_path(kernel_path(topic, folder))
 
     @property
     def vector_width(self) -> int:
-        """The preferred float vector width as a power of two from 1 to 16 (the VW of
-        elementwise kernels): 16 on PoCL with AVX-512, 1 on NVIDIA GPUs."""
+        """The preferred float vector width as a power of two from 1 to 16: 16 on PoCL with
+        AVX-512, 1 on NVIDIA GPUs. Kernels get their default width from it by one rule,
+        :func:`nnlib.sizes.vector_width`."""
         return self.limits.vector_width
 
     @property

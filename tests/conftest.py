@@ -24,3 +24,15 @@ def rt():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+# The files with the longest tests (each re-executes notebooks or starts a browser, a Lab
+# server or whole benchmarks) go first: pytest-xdist (`make test`, --dist loadfile) hands out
+# files in collection order, so the other workers fill in around them instead of waiting at
+# the end for one long file.
+LONGEST_FIRST = ("test_exercises.py", "test_nbgrader.py", "test_browser.py", "test_benchmarks.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -63,7 +63,7 @@ def test_numpy_mlp_learns_as_the_nnlib_network(rt, rng):
 
 @pytest.mark.slow
 def test_seed_experiment_runs_and_writes_json():
-    rows = seed_experiment.main(["--samples", "8", "--batch", "16", "--epochs", "1"])
+    rows = seed_experiment.main(["--samples", "8", "--batch", "64", "--epochs", "1"])
     assert rows and all(r["per_sample_fused_vs_numpy"] > 0 and r["mini_batch_fused_s"] > 0
                         and r["mini_batch_layers_s"] > 0 for r in rows)
     assert saved("seed_experiment")["rows"] == rows

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from nnlib.bench import all as bench_all
+from nnlib.bench import common
 from nnlib.bench.common import stored_results
 from nnlib.bench.roofline import GPUS, dense_intensity, roof
 
@@ -46,7 +47,10 @@ def test_file_names_name_the_device_and_the_profile():
 
 
 @pytest.mark.slow
-def test_one_command_stores_every_benchmark_with_its_labels(tmp_path, rt):
+def test_one_command_stores_every_benchmark_with_its_labels(tmp_path, rt, monkeypatch):
+    # each benchmark's own JSON goes to tmp_path/bench, not build/bench/, which
+    # tests/test_benchmarks.py reads back, perhaps at the same time on another xdist worker
+    monkeypatch.setattr(common, "OUT", tmp_path / "bench")
     result = bench_all.main(["--quick", "--store", "--folder", str(tmp_path)])
     [path] = tmp_path.glob("*.json")
     saved = json.loads(path.read_text())

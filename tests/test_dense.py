@@ -99,8 +99,15 @@ def test_bad_inputs_get_clear_errors(rt):
         nnlib.Dense(0, 2, runtime=rt)
     with pytest.raises(ValueError, match="unknown dense variant"):
         nnlib.Dense(4, 2, variant="turbo", runtime=rt)
-    with pytest.raises(RuntimeError, match="before forward"):
-        nnlib.Dense(4, 2, runtime=rt).backward(np.zeros((1, 2)))
+    fresh = nnlib.Dense(4, 2, runtime=rt)
+    with pytest.raises(RuntimeError, match="Dense.backward called before forward"):
+        fresh.backward(np.zeros((1, 2)))
+    with pytest.raises(RuntimeError, match="Dense.backward called before forward"):
+        fresh.backward_preactivation(rt.zeros((1, 2)))
+    fresh.forward(np.zeros((1, 4)))
+    fresh.release()  # drops what forward saved: backward needs a forward again
+    with pytest.raises(RuntimeError, match="Dense.backward called before forward"):
+        fresh.backward(np.zeros((1, 2)))
 
 
 def test_integer_and_float64_inputs_are_converted(rt):

@@ -6,7 +6,10 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
+from nnlib import fft, optim
+from nnlib.layers import conv, dense_params
 from nnlib.runtime import GPU_PROFILE, Runtime, profile_from_env
+from nnlib.sizes import vector_width
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +45,18 @@ def test_gpu_profile_reports_a_typical_gpu(gpu, rt):
     assert gpu.max_work_group_size == min(1024, rt.device.max_work_group_size)
     assert gpu.local_mem_size == min(48 * 1024, rt.device.local_mem_size)
     assert gpu.launcher("vector", "vector_add").work_group_size <= gpu.max_work_group_size
+
+
+def test_one_vector_width_rule(gpu):
+    """Every kernel's default width is the device's preferred one moved to the nearest width
+    the kernel supports: a GPU's 1 becomes the register tiles' 4 and fft's 2 rows."""
+    assert [vector_width(p, (4, 8, 16)) for p in (1, 2, 4, 8, 16)] == [4, 4, 4, 8, 16]
+    assert [vector_width(p, (2, 4, 8)) for p in (1, 2, 8, 16)] == [2, 2, 8, 8]
+    assert [vector_width(p) for p in (1, 2, 4, 8, 16)] == [1, 2, 4, 8, 16]
+    assert dense_params.default_params(gpu, "input")["VW"] == 4
+    assert conv.tile_candidates(gpu)[0]["CV"] == 4
+    assert optim.default_params(gpu)["VW"] == 1
+    assert vector_width(gpu.vector_width, fft.ROW_WIDTHS) == 2
 
 
 def test_gpu_profile_dense_path_matches_numpy(gpu, rng):

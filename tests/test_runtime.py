@@ -5,7 +5,7 @@ import pyopencl as cl
 import pytest
 
 import nnlib
-from nnlib import runtime
+from nnlib import runtime, sources
 from nnlib.runtime import kernel_dir
 
 
@@ -48,7 +48,7 @@ def test_missing_platform_says_how_to_install_pocl(monkeypatch):
 
 def test_build_error_carries_file_line_and_log(monkeypatch, tmp_path, rt):
     (tmp_path / "broken.cl").write_text("// a comment\nkernel void f(global float *a) { a[0] = ; }\n")
-    monkeypatch.setattr(runtime, "kernel_dir", lambda: tmp_path)
+    monkeypatch.setattr(sources, "kernel_dir", lambda: tmp_path)
     with pytest.raises(nnlib.KernelBuildError, match=r"(?s)kernels/broken.cl failed.*broken.cl:2"):
         runtime.Runtime(rt.device).program("broken")
 
@@ -56,7 +56,7 @@ def test_build_error_carries_file_line_and_log(monkeypatch, tmp_path, rt):
 def test_requires_joins_sources_in_order(monkeypatch, tmp_path):
     (tmp_path / "base.cl").write_text("inline float twice(float x) { return 2 * x; }\n")
     (tmp_path / "top.cl").write_text("// requires: base.cl\nkernel void k() {}\n")
-    monkeypatch.setattr(runtime, "kernel_dir", lambda: tmp_path)
+    monkeypatch.setattr(sources, "kernel_dir", lambda: tmp_path)
     src = runtime.program_source("top")
     assert src.index('#line 1 "kernels/base.cl"') < src.index('#line 1 "kernels/top.cl"')
 

@@ -142,7 +142,7 @@ def test_preferred_device_is_stored_and_read(cache):
 
 def test_default_device_follows_the_preference(cache, monkeypatch):
     """With two CPU devices that compile, the stored preference decides the default."""
-    from nnlib.runtime import _kind, all_devices, can_compile, find_device, is_simulator
+    from nnlib.opencl_devices import _kind, all_devices, can_compile, find_device, is_simulator
 
     monkeypatch.delenv("PYOPENCL_CTX", raising=False)
     real = [d for d in all_devices() if not is_simulator(d) and can_compile(d)]

@@ -23,10 +23,11 @@ import numpy as np
 from .. import tuning
 from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
-from ..sizes import ceil_div
+from ..sizes import ceil_div, vector_width
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
+TILE_WIDTHS = (4, 8, 16)  # conv.cl's CV
 
 
 def tile_candidates(rt) -> list:
@@ -35,7 +36,7 @@ def tile_candidates(rt) -> list:
     ``CF`` filters per work-item. Default: the device's preferred float vector width (4 to
     16), 4 filters (8 vector accumulators); the tuner also tries the other widths and 2
     filters (fewer registers)."""
-    default = {"CV": min(max(rt.vector_width, 4), 16), "CF": 4}
+    default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4}
     out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
@@ -79,7 +80,6 @@ class _Conv1dBase(Layer):
             self.runtime.launcher("conv", f"{self.prefix}conv1d_{product}")
             for product in ("forward", "backward_input", "backward_weight"))
         self._blocked = None  # a register-blocked forward for step 1, if the layer has one
-        self._x = self._y = None
 
     def out_len(self, length: int) -> int:
         """Output positions for an input of ``length``: (length - window) // step + 1."""
@@ -139,7 +139,8 @@ class _Conv1dBase(Layer):
 
     def _conv_backward(self, dz):
         """dL/dx from dL/dz (before the activation); accumulates weight.grad and bias.grad."""
-        x, geo = self._x, self._geometry(self._x)
+        x = self.saved()[0]
+        geo = self._geometry(x)
         rows, length = int(geo[0]), x.shape[2]
         self._weight((self.window + 1, self.filters, self.groups), None,
                      dz.data, x.data, self.weight.grad.data, self.bias.grad.data, *geo)
@@ -148,14 +149,12 @@ class _Conv1dBase(Layer):
                     self.weight.value.data, dx.data, *geo)
         return dx
 
-    def release(self) -> None:
-        self._x = self._y = None
-
     def _take_grad(self, grad_out):
-        if self._x is None:
-            raise RuntimeError(f"{type(self).__name__}.backward called before forward")
+        """grad_out on the device, checked against the output the last forward saved
+        (``save_for_backward(x, y, ...)``)."""
+        y = self.saved()[1]
         return self.runtime.to_device(grad_out, f"{type(self).__name__} grad_out",
-                                      shape=self._y.shape, dtype=self.dtype)
+                                      shape=y.shape, dtype=self.dtype)
 
 
 class Conv1d(_Conv1dBase):
@@ -187,14 +186,14 @@ class Conv1d(_Conv1dBase):
         x = self._take_input(x)
         y = self.runtime.empty(self.output_shape(x.shape[0], x.shape[2]))
         self._conv_forward(x, y, np.int32(self.act))
-        self._x, self._y = x, y
+        self.save_for_backward(x, y)
         return y
 
     def backward(self, grad_out):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
         dy = self._take_grad(grad_out)
         dz = self.runtime.empty(dy.shape)
-        self._act_backward((dy.size,), None, self._y.data, dy.data,
+        self._act_backward((dy.size,), None, self.saved()[1].data, dy.data,
                            dz.data, np.int32(dy.size), np.int32(self.act))
         return self._conv_backward(dz)
 
@@ -241,11 +240,6 @@ class ComplexConv1d(_Conv1dBase):
             "cconv1d_backward_input_blocked")
         self._weight_blocked = tiled("cconv1d_backward_weight_blocked")
         self._reduce = tiled("cconv1d_weight_reduce")
-        self._z = None
-
-    def release(self) -> None:
-        super().release()
-        self._z = None
 
     def config(self) -> dict:
         return {**super().config(), "modrelu_b": self.modrelu_b}
@@ -263,7 +257,8 @@ class ComplexConv1d(_Conv1dBase):
     def _conv_backward(self, dz):
         """The register-blocked gradients (step 1 for the input gradient, any step for the
         weights'); accumulates weight.grad and bias.grad, returns G_x."""
-        rt, x, geo = self.runtime, self._x, self._geometry(self._x)
+        rt, x = self.runtime, self.saved()[0]
+        geo = self._geometry(x)
         rows, length = int(geo[0]), x.shape[2]
         cv, cf, w, f = self._tile["CV"], self._tile["CF"], self.window, self.filters
         chunks = self._chunks(rows)
@@ -304,7 +299,7 @@ class ComplexConv1d(_Conv1dBase):
             self._act[0]((z.size,), None, z.data, y.data,
                          np.int32(z.size), np.int32(self.act),
                          np.float32(self.modrelu_b))
-        self._x, self._z, self._y = x, z, y
+        self.save_for_backward(x, y, z)
         return y
 
     def backward(self, grad_out):
@@ -312,8 +307,9 @@ class ComplexConv1d(_Conv1dBase):
         gy = self._take_grad(grad_out)
         gz = gy
         if self.act:
+            _, y, z = self.saved()
             gz = self.runtime.empty(gy.shape, np.complex64)
-            self._act[1]((gy.size,), None, self._z.data, self._y.data,
+            self._act[1]((gy.size,), None, z.data, y.data,
                          gy.data, gz.data, np.int32(gy.size), np.int32(self.act),
                          np.float32(self.modrelu_b))
         return self._conv_backward(gz)

@@ -58,7 +58,6 @@ class Dense(Layer):
         self._act_backward = rt.launcher("activation", "activation_backward").copy()
         self._softmax = rt.launcher("activation", "softmax_rows").copy()
         self._softmax_backward = rt.launcher("activation", "softmax_backward_rows").copy()
-        self._x = self._y = None
 
     @property
     def variant(self) -> str:
@@ -83,27 +82,20 @@ class Dense(Layer):
         self.kernels.forward(x, self.weight.value, self.bias.value, y, self.act)
         if self.act == ACTIVATIONS["softmax"]:
             self._softmax((batch,), None, y.data, np.int32(batch), np.int32(self.n_out))
-        self._x, self._y = x, y
+        self.save_for_backward(x, y)
         return y
-
-    def release(self) -> None:
-        self._x = self._y = None
-
-    def _require_forward(self):
-        if self._x is None:
-            raise RuntimeError("Dense.backward called before forward")
 
     def backward(self, grad_out):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
-        self._require_forward()
-        dy = self.runtime.to_device(grad_out, "Dense grad_out", shape=self._y.shape)
+        _, y = self.saved()
+        dy = self.runtime.to_device(grad_out, "Dense grad_out", shape=y.shape)
         dz = self.runtime.empty(dy.shape)
         if self.act == ACTIVATIONS["softmax"]:
             rows, cols = dy.shape
-            self._softmax_backward((rows,), None, self._y.data, dy.data, dz.data,
+            self._softmax_backward((rows,), None, y.data, dy.data, dz.data,
                                    np.int32(rows), np.int32(cols))
         else:
-            self._act_backward((dy.size,), None, self._y.data, dy.data, dz.data,
+            self._act_backward((dy.size,), None, y.data, dy.data, dz.data,
                                np.int32(dy.size), np.int32(self.act))
         return self.backward_preactivation(dz)
 
@@ -115,13 +107,13 @@ class Dense(Layer):
         softmax) returns that layer's dL/dz instead, in the same kernel; ``input_grad=False``
         returns None (the first layer); ``accumulate=False`` overwrites the grads.
         """
-        self._require_forward()
+        x, _ = self.saved()
         if input_act == "softmax":
             raise ValueError("backward_preactivation: softmax's derivative is not elementwise")
-        self.kernels.backward_weight(dz, self._x, self.weight.grad, self.bias.grad, accumulate)
+        self.kernels.backward_weight(dz, x, self.weight.grad, self.bias.grad, accumulate)
         if not input_grad:
             return None
-        dx = self.runtime.empty(self._x.shape)
-        self.kernels.backward_input(dz, self.weight.value, dx, self._x,
+        dx = self.runtime.empty(x.shape)
+        self.kernels.backward_input(dz, self.weight.value, dx, x,
                                     activation_code(input_act))
         return dx

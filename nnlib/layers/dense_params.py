@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tuning
+from ..sizes import vector_width
 
 PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked design
 # Batch classes: the tile that suits batch 64 wastes most of its rows on batch 1, so each
@@ -16,6 +17,7 @@ PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked d
 BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 TUNE_SHAPE = {"b1": 1, "b4": 4, "b64": 64}
 TUNE_WIDTH = 512
+WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
 
 
 def shape_class(product: str, batch: int) -> str:
@@ -41,7 +43,7 @@ def default_params(rt, product: str) -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
     (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
     task, where 16 work-items of large tiles are plenty."""
-    vw = max(4, rt.vector_width)
+    vw = vector_width(rt.vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
     if product == "forward":
         return {"NT_I": 2, **common}
@@ -64,7 +66,7 @@ def candidates(rt, product: str, shape: str) -> list:
     if product == "weight":  # rows of dW (n_out), whatever the batch
         rows = (4, 6, 8)
     base = default_params(rt, product)
-    wide = min(16, 2 * base["VW"])
+    wide = vector_width(2 * base["VW"], WIDTHS)
 
     def tile(r, vw):
         if product == "forward":

@@ -1,0 +1,225 @@
+"""OpenCL devices: the platforms and devices on this machine, which one nnlib uses
+(``find_device``: the argument, ``PYOPENCL_CTX``, a GPU, the CPU that ``make doctor``
+measured fastest; Oclgrind only by name), and the limits kernels may assume about it
+(``device_limits``), under ``NNLIB_PROFILE=gpu`` those of a typical GPU.
+
+Taught in notebooks/00_devices.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, replace
+
+import pyopencl as cl
+
+from .sources import program_source
+from .tuning import preferred_device
+
+POCL_HINT = (
+    "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
+    "(a CPU device from PyPI, no system package needed), or `conda install -c conda-forge "
+    "pocl`, or your GPU vendor's OpenCL driver."
+)
+
+
+class NoPlatformError(RuntimeError):
+    """No OpenCL platform (ICD) is installed."""
+
+
+class DeviceNotFoundError(LookupError):
+    """The requested OpenCL device does not exist on this machine."""
+
+
+
+def platforms() -> list[cl.Platform]:
+    try:
+        found = cl.get_platforms()
+    except (cl.LogicError, cl.RuntimeError) as err:
+        raise NoPlatformError(f"{POCL_HINT} ({err})") from None
+    if not found:
+        raise NoPlatformError(POCL_HINT)
+    return found
+
+
+def is_simulator(device: cl.Device) -> bool:
+    return "oclgrind" in device.platform.name.lower()
+
+
+def _kind(device: cl.Device) -> str:
+    if device.type & cl.device_type.GPU:
+        return "GPU"
+    if device.type & cl.device_type.CPU:
+        return "CPU"
+    return "accelerator"
+
+
+def all_devices() -> list[cl.Device]:
+    return [d for p in platforms() for d in p.get_devices()]
+
+
+def devices() -> list[dict]:
+    """Every OpenCL device on this machine with the limits a kernel author needs."""
+    return [
+        {
+            "platform": d.platform.name,
+            "device": d.name.strip(),
+            "type": "simulator" if is_simulator(d) else _kind(d),
+            "compute_units": d.max_compute_units,
+            "max_work_group_size": d.max_work_group_size,
+            "local_mem_kib": d.local_mem_size // 1024,
+            "global_mem_mib": d.global_mem_size // 2**20,
+            "opencl": d.version,
+            "compiles": can_compile(d),
+        }
+        for d in all_devices()
+    ]
+
+
+def _matches(obj, key: str, index: int) -> bool:
+    key = key.strip()
+    return key == str(index) or key.lower() in obj.name.lower()
+
+
+_usable_cache: dict = {}
+
+
+def can_compile(device: cl.Device) -> bool:
+    """Whether ``device`` builds the smallest kernel file (``vector.cl``). PoCL 3.0 from PyPI
+    (LLVM 14) fails on CPUs newer than LLVM 14 knows ("unknown target CPU 'generic'"), e.g.
+    AMD Zen 5."""
+    key = (device.platform.name, device.platform.version, device.name)
+    if key not in _usable_cache:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                cl.Program(cl.Context([device]), program_source("vector")).build()
+            _usable_cache[key] = True
+        except cl.Error:
+            _usable_cache[key] = False
+    return _usable_cache[key]
+
+
+NO_COMPILER_HINT = (
+    "No OpenCL device on this machine can compile kernels. PoCL 3.0 from PyPI (LLVM 14) "
+    "does not know CPUs newer than 2022 (its build log says \"unknown target CPU "
+    "'generic'\"). Install a newer PoCL beside it: `sudo apt-get install pocl-opencl-icd` "
+    "(Debian/Ubuntu), or `conda install -c conda-forge pocl`; `make doctor` checks again."
+)
+
+
+def find_device(spec=None) -> cl.Device:
+    """Resolve ``spec`` to a device.
+
+    ``spec`` may be a ``pyopencl.Device``; a ``"platform:device"`` string in the
+    ``PYOPENCL_CTX`` style (indices or case-insensitive name parts, e.g. ``"portable:0"``);
+    a single name part matched against platform and device names (``"pocl"``,
+    ``"oclgrind"``, ``"nvidia"``); or ``"gpu"`` / ``"cpu"``. ``None`` means
+    ``PYOPENCL_CTX`` if set, else the first GPU, else the first CPU (never Oclgrind); among
+    several that compile, the one ``make doctor`` measured fastest.
+    """
+    if isinstance(spec, cl.Device):
+        return spec
+    found = all_devices()
+    if spec is None:
+        env = os.environ.get("PYOPENCL_CTX", "").strip()
+        if env:
+            return find_device(env)
+        real = [d for d in found if not is_simulator(d)]
+        if not real:
+            raise DeviceNotFoundError("only a simulator is installed; ask for it by name")
+        rank = {"GPU": 0, "CPU": 1}
+        pref = preferred_device() or {}
+        wanted = (pref.get("platform"), pref.get("device"))
+
+        def order(d):  # GPUs first; within a kind, the one `make doctor` measured fastest
+            return rank.get(_kind(d), 2), (d.platform.version.strip(), d.name.strip()) != wanted
+
+        for d in sorted(real, key=order):
+            if can_compile(d):
+                return d
+        raise DeviceNotFoundError(NO_COMPILER_HINT)
+    if not isinstance(spec, str):
+        raise TypeError(f"device spec must be a str or pyopencl.Device, not {type(spec)}")
+    text = spec.strip()
+    if text.lower() in ("gpu", "cpu"):
+        hits = [d for d in found if _kind(d) == text.upper() and not is_simulator(d)]
+    elif ":" in text:
+        pkey, dkey = text.split(":", 1)
+        hits = [
+            d
+            for pi, p in enumerate(platforms())
+            if _matches(p, pkey, pi)
+            for di, d in enumerate(p.get_devices())
+            if not dkey.strip() or _matches(d, dkey, di)
+        ]
+    else:
+        hits = [
+            d
+            for pi, p in enumerate(platforms())
+            for d in p.get_devices()
+            if _matches(p, text, pi) or text.lower() in d.name.lower()
+        ]
+    if not hits:
+        names = [f"{d.platform.name}: {d.name.strip()}" for d in found]
+        raise DeviceNotFoundError(f"no OpenCL device matches {spec!r}; available: {names}")
+    return hits[0]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What kernels and layers may assume about the device: the one place they read it."""
+
+    kind: str  # "GPU", "CPU" or "accelerator"
+    vector_width: int  # preferred float vector width, a power of two from 1 to 16
+    max_work_group_size: int
+    work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
+    local_mem_size: int  # bytes of local memory per work-group
+
+
+# NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar
+# float code (the 32-wide warps are the vectors), 1024 work-items per group, warps of 32,
+# 48 KiB of local memory. Sizes are capped by the real device's: every launch stays legal.
+GPU_PROFILE = {"kind": "GPU", "vector_width": 1, "max_work_group_size": 1024,
+               "work_group_multiple": 32, "local_mem_size": 48 * 1024}
+PROFILES = ("device", "gpu")
+
+
+def profile_from_env(value: str | None = None) -> str:
+    """The profile named by ``value`` or, if None, by ``NNLIB_PROFILE`` (unset: "device")."""
+    name = (os.environ.get("NNLIB_PROFILE", "") if value is None else value).strip().lower()
+    if name in ("", "device"):
+        return "device"
+    if name not in PROFILES:
+        raise ValueError(f"unknown nnlib profile {name!r} (NNLIB_PROFILE); choose one of "
+                         f"{PROFILES}: 'gpu' makes a CPU device report a typical GPU's limits")
+    return name
+
+
+def _preferred_multiple(device: cl.Device) -> int:
+    try:  # a device query since OpenCL 3.0; a kernel query before
+        return int(device.preferred_work_group_size_multiple)
+    except (cl.Error, AttributeError):
+        kernel = cl.Kernel(cl.Program(cl.Context([device]), program_source("vector")).build(),
+                           "vector_add")
+        return int(kernel.get_work_group_info(
+            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
+
+
+def device_limits(device: cl.Device, profile: str = "device") -> Limits:
+    """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them."""
+    width = device.preferred_vector_width_float
+    own = Limits(kind=_kind(device),
+                 vector_width=2 ** min(int(math.log2(width)), 4) if width >= 1 else 1,
+                 max_work_group_size=device.max_work_group_size,
+                 work_group_multiple=_preferred_multiple(device),
+                 local_mem_size=device.local_mem_size)
+    if profile_from_env(profile) == "device":
+        return own
+    capped = ("max_work_group_size", "local_mem_size")
+    return replace(own, **{key: min(value, getattr(own, key)) if key in capped else value
+                           for key, value in GPU_PROFILE.items()})
+
+

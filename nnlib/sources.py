@@ -1,0 +1,101 @@
+"""Kernel sources: the ``kernels/`` folder, the text of a topic's ``.cl`` file as a notebook
+shows it, and the program text a build compiles (its ``// requires:`` files and
+``#include``d headers inlined, with ``#line`` directives naming the real files).
+
+Taught in notebooks/00_devices.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+
+def kernel_dir() -> Path:
+    """The folder holding the ``.cl`` files: inside the installed package, else the repo's."""
+    packaged = resources.files("nnlib").joinpath("kernels")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "kernels"
+
+
+_REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r'^#include "(\w+)\.h"\s*$', re.MULTILINE)
+
+
+def kernel_path(topic: str, folder=None, suffix: str = ".cl") -> Path:
+    """``<folder>/<topic>.cl`` if ``folder`` holds it, else ``kernels/<topic>.cl`` (or
+    ``.h``)."""
+    if folder is not None and (Path(folder) / f"{topic}{suffix}").is_file():
+        return Path(folder) / f"{topic}{suffix}"
+    path = kernel_dir() / f"{topic}{suffix}"
+    if not path.is_file():
+        known = sorted(p.stem for p in kernel_dir().glob("*.cl"))
+        raise FileNotFoundError(f"no kernel file {topic}{suffix}; known topics: {known}")
+    return path
+
+
+def shown_path(path: Path) -> str:
+    """How messages name a kernel file: ``kernels/x.cl`` for the workbook's own."""
+    return f"kernels/{path.name}" if path.parent == kernel_dir() else str(path)
+
+
+# The exercise markers of kernels/*.cl (tools/make_exercises.py): not part of what is shown.
+_EXERCISE_MARKERS = re.compile(r"^[ \t]*//\s*(###\s*)?(BEGIN SOLUTION|END SOLUTION|HINT:|STUB:)"
+                               r".*\n", re.MULTILINE)
+
+
+def source(topic: str, kernel: str | None = None, folder=None) -> str:
+    """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel), or only
+    the kernel function ``kernel`` with the comment lines just above it, without exercise
+    markers. ``folder``: read ``<folder>/<topic>.cl`` if it exists (a student's copy)."""
+    text = _EXERCISE_MARKERS.sub("", kernel_path(topic, folder).read_text())
+    if kernel is None:
+        return text
+    match = re.search(rf"^kernel void {kernel}\(", text, re.MULTILINE)
+    if match is None:
+        raise KeyError(f"{topic}.cl has no kernel {kernel!r}")
+    lines = text[:match.start()].splitlines()
+    while lines and lines[-1].startswith("//"):
+        lines.pop()
+    start = len("\n".join(lines)) + (1 if lines else 0)
+    depth, end = 0, text.index("{", match.start())
+    for end in range(end, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    return text[start:end + 1]
+
+
+def program_source(topic: str, folder=None) -> str:
+    """``<topic>.cl`` preceded by the files it names in ``// requires: x.cl`` lines.
+
+    Files are looked up in ``folder`` first (e.g. a student's exercise kernels), then in
+    ``kernels/``. Each part starts with a ``#line`` directive naming its file, so compiler
+    messages point at the real file and line. A line ``#include "x.h"`` is replaced by the
+    text of ``x.h``, looked up the same way (no compiler include path to set up).
+    """
+    parts, seen = [], []
+
+    def include(path, text):
+        def header(match):
+            inner = kernel_path(match.group(1), folder, ".h")
+            line = text.count("\n", 0, match.start()) + 2
+            return (f'#line 1 "{shown_path(inner)}"\n{inner.read_text()}\n'
+                    f'#line {line} "{shown_path(path)}"')
+        return _INCLUDE.sub(header, text)
+
+    def add(name):
+        if name in seen:
+            return
+        seen.append(name)
+        path = kernel_path(name, folder)
+        text = path.read_text()
+        for dep in _REQUIRES.findall(text):
+            add(dep)
+        parts.append(f'#line 1 "{shown_path(path)}"\n{include(path, text)}')
+
+    add(topic)
+    return "\n".join(parts)
+
