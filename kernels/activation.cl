@@ -92,7 +92,7 @@ kernel void gumbel_softmax_forward(global const float *logits, global const floa
         return;
     global const float *z = logits + (size_t)r * cols, *g = noise + (size_t)r * cols;
     global float *y = soft + (size_t)r * cols, *h = hard + (size_t)r * cols;
-    // BEGIN SOLUTION
+    // ### BEGIN SOLUTION
     // HINT: first pass: (logit + noise) / tau into y, keeping the largest (top) and its index
     // HINT: then exp(y - top) into y and their sum; last, y / sum, and h = 1 at that index, else 0
     float top = -INFINITY;
@@ -113,7 +113,7 @@ kernel void gumbel_softmax_forward(global const float *logits, global const floa
         y[c] /= sum;
         h[c] = c == best ? 1.0f : 0.0f;
     }
-    // END SOLUTION
+    // ### END SOLUTION
 }
 
 // One work-item per row: the straight-through gradient. The forward pass used hard, the

@@ -47,7 +47,8 @@ __all__ = ["Verdict", "check_activation_grad", "check_adan_update", "check_auc_r
            "check_dense_backward_input", "check_dense_backward_weight", "check_dense_forward",
            "check_dense_forward_blocked", "check_fft_radix2_stage", "check_gumbel_softmax",
            "check_intensity", "check_masked_softmax", "check_output_gradient",
-           "check_sgd_update", "check_vector_add", "check_vector_scale", "hint"]
+           "check_revin_norm", "check_sgd_update", "check_vector_add", "check_vector_scale",
+           "hint"]
 
 TIMEOUT = 60.0  # seconds a kernel check may take on a device (Oclgrind: SIMULATED_TIMEOUT)
 SIMULATED_TIMEOUT = 600.0
@@ -1060,6 +1061,68 @@ def check_masked_softmax(folder) -> Verdict:
     return _verdict("check_masked_softmax", "the masked softmax", cases)
 
 
+@_in_worker
+def check_revin_norm(folder) -> Verdict:
+    """``revin_norm(x, out, mean, std, rows, t)`` in ``<folder>/catch.cl``, compared with
+    ``nnlib.reference.revin_norm`` as rows of out followed by mean and std."""
+    params = ("x", "out", "mean", "std", "rows", "t")
+
+    def revin(x, ddof=0, eps=1e-5, root=True, divide=True, centre=True, after=0.0):
+        """RevIN of the rows of x as [out | mean | std], or one of its typical mistakes."""
+        mean = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True, ddof=ddof) + eps
+        std = (np.sqrt(var) if root else var) + after
+        shifted = x - mean if centre else x
+        out = shifted / std if divide else shifted * std
+        return np.concatenate([out, mean, std], -1)
+
+    formula = ("out = (x - mean) / std with std = sqrt(var + 1e-5), the variance biased "
+               "(divided by t)")
+    kinds = {  # kind of rows -> (the case label's tail, the hint when no known mistake matches)
+        "": ("", formula), "quiet": (", quiet rows (variance 1e-6)", formula),
+        "constant": (", constant rows (variance 0)", "a constant channel has variance 0: "
+                     "std = sqrt(var + 1e-5) keeps x - mean = 0 divided by a number that is not 0"),
+        "offset": (", mean 100", "E[x^2] - mean^2 loses the variance when the mean is large "
+                   "(float32 cancellation): take the mean first, then the mean of (x - mean)^2, "
+                   "as mean_var does")}
+
+    def cases():
+        kernel = _kernel(folder, "catch", "revin_norm", params)
+        rng = _rng()
+        for rows, t, kind in ((1, 1, ""), (1, 7, ""), (13, 33, ""), (_wide(), 5, ""),
+                              (3, 9, "constant"), (4, 40, "quiet"), (6, 48, "offset")):
+            x = rng.standard_normal((rows, t))
+            if kind == "constant":  # a dead sensor: variance 0
+                x = np.full((rows, t), 3.0)
+            elif kind == "quiet":  # variance 1e-6, well below the 1e-5 added to it
+                x *= 1e-3
+            elif kind == "offset":  # a large mean: E[x^2] - mean^2 cancels in float32
+                x += 100.0
+            x = x.astype(np.float32).astype(np.float64)
+
+            def run(x=x):
+                rows, t = x.shape
+                out = _Output((rows, t), t * _guard((rows,)))
+                mean, std = (_Output((rows, 1), _guard((rows,))) for _ in "ms")
+                _launch(kernel, (rows,), _device(x).data, out.array.data, mean.array.data,
+                        std.array.data, np.int32(rows), np.int32(t))
+                return np.concatenate([out.get("out"), mean.get("mean"), std.get("std")], -1)
+            mistakes = {"std is a square root: std = sqrt(var + 1e-5)": revin(x, root=False),
+                        "divide x - mean by std, do not multiply": revin(x, divide=False),
+                        "subtract the row's mean before dividing by std": revin(x, centre=False)}
+            if t > 1:
+                mistakes["the variance divides by t (biased, as RevIN's), not t - 1"] = revin(
+                    x, ddof=1)
+            if t > 1 and kind != "constant":
+                mistakes["add 1e-5 to the variance before the square root"] = revin(x, eps=0.0)
+                mistakes["add 1e-5 to the variance inside the square root, not to std"] = revin(
+                    x, eps=0.0, after=1e-5)
+            tail, hint = kinds["constant" if t == 1 else kind]
+            label = f"{rows} row{'s' * (rows > 1)} of {t}{tail if t > 1 else ''}"
+            yield Case(label, run, revin(x), "out | mean | std", mistakes, hint)
+    return _verdict("check_revin_norm", "RevIN", cases, rtol=1e-4, atol=1e-4)
+
+
 # ---------------------------------------------------------------- hints
 
 HINTS = {  # exercise -> hints, a nudge first, then the formula
@@ -1129,6 +1192,11 @@ HINTS = {  # exercise -> hints, a nudge first, then the formula
         "must get 0 without computing its exp.",
         "a[j] = masked_logit(...); top = max over kept keys; a[j] = hard ? (m[j] != 0 ? m[j] "
         "exp(a[j] - top) : 0) : exp(a[j] - top); divide by the sum; lse = top + log(sum)."),
+    "revin_norm": (
+        "One work-item per row: the row's mean, its variance (biased: divided by t), then "
+        "every value shifted and scaled; mean[r] and std[r] are outputs too.",
+        "if (r >= rows) return; (m, var) = mean_var(x + r t, t), two passes; s = sqrt(var + "
+        "1e-5); out[r t + i] = (x[r t + i] - m) / s; mean[r] = m; std[r] = s."),
     "gumbel_softmax": (
         "Noise first, then temperature, then a stable softmax; hard is a one-hot, not a copy.",
         "y = (z + g) / tau; soft = exp(y - max y) / sum; hard[c] = c == argmax soft ? 1 : 0."),

@@ -22,8 +22,9 @@
 # read each kernel, run it, and check it against a numpy reference and against finite
 # differences.
 #
-# The source article: Dmitriy Gizlyk, ["Neural networks made easy (Part 5): Multithreaded calculations in
-# OpenCL"](https://www.mql5.com/en/articles/8435), MQL5 Articles, 2020.
+# The source article: "Neural networks made easy (part 5): multithreaded computing in OpenCL",
+# read in its Chinese translation ("神经网络变得轻松(第五部分)OpenCL中的多线程计算"); the copy
+# used records no author, publication or link.
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt

@@ -19,9 +19,9 @@
 # The article behind notebook 01 trains its OpenCL network on hourly EURUSD candles: from the
 # last 20 candles, predict whether the newest candle will turn out to be an **upper fractal**,
 # a **lower fractal**, or **neither**. We repeat the experiment with nnlib, plot the learning
-# curves, and look honestly at what the accuracy means. The article: Dmitriy Gizlyk,
-# ["Neural networks made easy (Part 5): Multithreaded calculations in
-# OpenCL"](https://www.mql5.com/en/articles/8435), MQL5 Articles, 2020.
+# curves, and look honestly at what the accuracy means. The article: "Neural networks made
+# easy (part 5): multithreaded computing in OpenCL", read in its Chinese translation (link
+# not recorded).
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt

@@ -22,12 +22,14 @@
 # kernels, fix the bugs of the source article's Adam-mini kernel, and compare the four on two
 # problems: memory, speed, and the loss they reach.
 #
-# Sources: Dmitriy Gizlyk, ["Neural Networks in Trading: Reducing Memory Consumption with
-# Adam-mini Optimization"](https://www.mql5.com/en/articles/15352), MQL5 Articles, 2024 (the
-# article's kernels); Yushun Zhang et al., ["Adam-mini: Use Fewer Learning Rates To Gain
-# More"](https://arxiv.org/abs/2406.16793), ICLR 2025; Xingyu Xie et al., ["Adan: Adaptive
+# Sources: "Neural Networks in Trading: Reducing Memory Consumption with Adam-mini
+# Optimization" (the article's kernels; original article
+# <https://www.mql5.com/ru/articles/15352>, read in English and Portuguese); Yushun Zhang
+# et al., ["Adam-mini: Use Fewer Learning Rates To Gain More"](https://arxiv.org/abs/2406.16793),
+# ICLR 2025; Xingyu Xie et al., ["Adan: Adaptive
 # Nesterov Momentum Algorithm for Faster Optimizing Deep Models"](https://arxiv.org/abs/2208.06677),
-# IEEE TPAMI 2024 (summarised in the German article "Adan" on php.cn, 2023).
+# IEEE TPAMI 2024 (summarised in German by WBOY on the PHP Chinese website, php.cn,
+# 2023-04-11).
 
 # %% tags=["nbval-ignore-output"]
 import inspect

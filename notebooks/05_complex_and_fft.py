@@ -23,8 +23,8 @@
 # the FFT with its inverse, each with gradients that let it sit inside a trained model.
 # Along the way we meet the one rule that complex back-propagation adds, **the conjugate**,
 # and see what the source article's kernels get wrong without it. The source article:
-# Dmitriy Gizlyk, ["Neural Networks in Trading: Anomaly Detection in the Frequency Domain
-# (CATCH)"](https://www.mql5.com/en/articles/17649), MQL5 Articles, 2025; the model:
+# "Redes neurais em trading: Identificação de anomalias no domínio da frequência (CATCH)"
+# (Portuguese; original article <https://www.mql5.com/ru/articles/17649>); the model:
 # Xingjian Wu et al., ["CATCH: Channel-Aware Multivariate Time Series Anomaly Detection via
 # Frequency Patching"](https://arxiv.org/abs/2410.12261), ICLR 2025.
 

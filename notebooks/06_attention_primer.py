@@ -150,10 +150,7 @@ for d in (4, 16, 64, 256):
 # plain attention):
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("attention", "masked_attention_forward"))
-### STUB: print(open("../kernels/attention.cl").read())  # your copy: notebook 07 has its exercise
-### END SOLUTION
+print(nnlib.source("attention", "masked_attention_forward", folder="../kernels"))
 
 # %%
 for groups, n, d in [(1, 1, 4), (3, 5, 7), (big, 3, 4)]:
@@ -409,7 +406,7 @@ print(f"block: dL/dh matches finite differences (1e-3): {max_rel_error(dh, numer
 # it off.)
 
 # %%
-print(nnlib.source("catch", "revin_norm"))
+print(nnlib.source("catch", "revin_norm", folder="../kernels"))  # notebook 07 has its exercise
 print(nnlib.source("catch", "revin_denorm"))
 
 # %%
@@ -460,10 +457,7 @@ print(f"denorm: dL/dy matches finite differences (1e-3): {max_rel_error(dy, nume
 # with $g_{\text{hard}} = \partial L / \partial\,\text{hard}$: a biased but useful gradient.
 
 # %%
-### BEGIN SOLUTION
-print(nnlib.source("activation", "gumbel_softmax_forward"))
-### STUB: print(open("../kernels/activation.cl").read())  # your copy, with the exercise
-### END SOLUTION
+print(nnlib.source("activation", "gumbel_softmax_forward", folder="../kernels"))
 print(nnlib.source("activation", "gumbel_softmax_backward"))
 
 # %%
@@ -639,18 +633,27 @@ assert result["f1_pct"] <= result["best_f1"] <= 1
 # step, ties counting one half), without scikit-learn. Each check runs your code on awkward
 # cases and names the likely mistake.
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "gumbel_softmax", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 from nnlib import exercises
 
-exercises.check_gumbel_softmax("../kernels")
+verdict = exercises.check_gumbel_softmax("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "auc_roc_code", "locked": false, "schema_version": 3, "solution": true}
 def auc_roc(labels, scores):
+    # exercises.hint("auc_roc", 1) gives a nudge, level 2 the formula
     ### BEGIN SOLUTION
-    # HINT: compare every anomalous step's score with every normal step's (broadcasting)
     anomalous, normal = scores[labels == 1][:, None], scores[labels == 0][None, :]
     return float((anomalous > normal).mean() + 0.5 * (anomalous == normal).mean())
     ### END SOLUTION
 
 
-exercises.check_auc_roc(auc_roc)
+# %% nbgrader={"grade": true, "grade_id": "auc_roc", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = exercises.check_auc_roc(auc_roc)
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

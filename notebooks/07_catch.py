@@ -599,6 +599,7 @@ slider = widgets.interact(show, ratio=widgets.FloatSlider(
 # 2. Run `compare` on `anomaly_dataset("trend", seed=0)` with `patch_size=8, patch_stride=8`.
 #    Do finer frequency bands help on a slow ramp? Look at which bands a ramp changes.
 # 3. Write the masked softmax yourself (below).
+# 4. Write RevIN's normalisation yourself (below).
 #
 # ### Checked exercise: the masked softmax
 # In the exercise version of this notebook (`make exercises`), the middle of
@@ -612,6 +613,28 @@ slider = widgets.interact(show, ratio=widgets.FloatSlider(
 from nnlib import exercises
 
 verdict = exercises.check_masked_softmax("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Checked exercise: RevIN
+# CATCH normalises every channel of every window before the FFT (RevIN, reversible instance
+# normalisation): $x_n = (x - \mu)/\sigma$ over the window's time steps, with
+# $\sigma = \sqrt{\mathrm{var} + 10^{-5}}$ (the biased variance, divided by T), and keeps
+# $\mu$ and $\sigma$ to give the reconstruction its scale back. In the exercise version,
+# the body of `revin_norm` in `../kernels/catch.cl` is yours to write: one work-item per
+# row (one channel of one window) writes the row's normalised values, its mean and its
+# $\sigma$. The check runs it on one row of one step, odd sizes, more rows than a
+# work-group holds, constant rows (a dead sensor: variance 0), quiet rows (variance far
+# below $10^{-5}$) and rows around 100, where $E[x^2] - \mu^2$ loses the variance to
+# float32 rounding.
+
+# %% nbgrader={"grade": true, "grade_id": "revin_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+from nnlib import exercises
+
+verdict = exercises.check_revin_norm("../kernels")
 print(verdict)
 ### BEGIN HIDDEN TESTS
 assert verdict, verdict.report

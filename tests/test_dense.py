@@ -174,6 +174,31 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
+    assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
+
+
+def test_wide_layer_uses_the_wide_class_and_matches_reference(rt, rng):
+    """A layer of WIDE_WEIGHTS weights or more runs the wide class's parameters (without
+    tuning: its defaults) and still matches the reference, on an odd batch and odd widths."""
+    from nnlib.layers.dense_params import WIDE_WEIGHTS
+
+    n_in, n_out = 2053, WIDE_WEIGHTS // 2053 + 1
+    layer = nnlib.Dense(n_in, n_out, "relu", seed=4, runtime=rt)
+    for product in PRODUCTS:
+        assert layer.kernels.params(product, 5, n_in * n_out) == \
+            default_params(rt, product, "wide")
+    x = rng.uniform(-1, 1, (5, n_in)).astype(np.float32)
+    dy = rng.standard_normal((5, n_out)).astype(np.float32)
+    y = layer.forward(x).get()
+    dz = rt.to_device(dy * (y > 0))
+    dx = layer.backward_preactivation(dz).get()
+    w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+    want = ref.dense_forward(x.astype(np.float64), w, b, "relu")
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, "relu")
+    np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
 
 
 def test_tuned_parameters_come_from_the_search(rt, tmp_path, monkeypatch):

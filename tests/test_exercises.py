@@ -2,6 +2,10 @@
 the solutions pass every check, and typical mistakes are caught with a useful message."""
 
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import jupytext
@@ -20,7 +24,8 @@ KERNEL_CHECKS = ["check_vector_add", "check_vector_scale", "check_dense_forward"
                  "check_dense_backward_input", "check_dense_backward_weight",
                  "check_activation_grad", "check_output_gradient", "check_sgd_update",
                  "check_adan_update", "check_cmulconj", "check_fft_radix2_stage",
-                 "check_masked_softmax", "check_dense_forward_blocked", "check_gumbel_softmax"]
+                 "check_masked_softmax", "check_dense_forward_blocked", "check_gumbel_softmax",
+                 "check_revin_norm"]
 
 
 make_exercises = load_tool("make_exercises")
@@ -55,7 +60,8 @@ def test_generated_kernels_hold_stubs_not_solutions(generated):
                  "complex.cl": "a.x * b.x + a.y * b.y", "fft.cl": "int o = 2 * j - k;",
                  "optim.cl": "floatv step = grad;",
                  "attention.cl": "top = fmax(top, a[j]);",
-                 "blocked.cl": "acc[r][c] += dot(xv[r], wv[c]);"}
+                 "blocked.cl": "acc[r][c] += dot(xv[r], wv[c]);",
+                 "catch.cl": "s = sqrt(mv.y + 1e-5f);"}
     for name, text in kernels.items():
         assert "SOLUTION" not in text and "YOUR CODE HERE" in text, name
         assert solutions[name] not in text, f"{name} still holds its solution"
@@ -133,7 +139,7 @@ def test_exercise_notebooks_run_and_say_not_yet(generated):
         printed = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "")
                           for c in nb.cells if c.cell_type == "code" for o in c.outputs)
         assert not _leaks(printed), f"{path.name} prints solution lines: {_leaks(printed)}"
-    assert checked >= 16
+    assert checked >= 19  # every grade cell of notebooks 00-07
 
 
 # ---------------------------------------------------------------- the checks
@@ -256,6 +262,21 @@ WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must s
      "divide logits + noise by the temperature tau"),
     ("check_gumbel_softmax", "activation", "y[c] = exp(y[c] - top);", "y[c] = exp(y[c]);",
      "FAILED  3 rows of 6, tau = 1.0, large logits"),
+    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);",
+     "s = sqrt(mv.y * t / (t - 1) + 1e-5f);", "the variance divides by t (biased, as RevIN's), not t - 1"),
+    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);", "s = mv.y + 1e-5f;",
+     "std is a square root: std = sqrt(var + 1e-5)"),
+    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);", "s = sqrt(mv.y);",
+     "a constant channel has variance 0: std = sqrt(var + 1e-5)"),
+    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);", "s = sqrt(mv.y);",
+     "FAILED  4 rows of 40, quiet rows (variance 1e-6): max |error|"),
+    ("check_revin_norm", "catch", "(xr[i] - m) / s;", "(xr[i] - m) * s;",
+     "divide x - mean by std, do not multiply"),
+    ("check_revin_norm", "catch", "    std[r] = s;\n", "", "nothing was written to std"),
+    ("check_revin_norm", "catch", "float2 mv = mean_var(xr, t);",
+     "float a = 0.0f, q = 0.0f;\n    for (int i = 0; i < t; ++i) {\n        a += xr[i];\n"
+     "        q += xr[i] * xr[i];\n    }\n    a /= t;\n    float2 mv = (float2)(a, q / t - a * a);",
+     "E[x^2] - mean^2 loses the variance when the mean is large"),
 ]
 
 
@@ -307,6 +328,40 @@ def test_crash_and_endless_loop_become_verdicts(tmp_path, wrong, timeout, messag
     verdict = exercises.check_vector_add(tmp_path, timeout=timeout)
     assert not verdict and message in verdict.report, verdict.report
     assert exercises.check_vector_add(kernel_dir())  # a fresh worker takes over
+
+
+INTERRUPTED = """
+import multiprocessing, sys, time
+from nnlib import exercises
+from nnlib.runtime import kernel_dir
+print("checking", flush=True)
+try:
+    exercises.check_vector_add(sys.argv[1], timeout=120)
+    print("finished")
+except KeyboardInterrupt:
+    print(f"interrupted; workers left: {len(multiprocessing.active_children())}", flush=True)
+    print(exercises.check_vector_add(kernel_dir()))
+"""
+
+
+def test_ctrl_c_stops_an_endless_kernel(tmp_path):
+    # as Jupyter's "interrupt kernel" does: SIGINT to the Python process running the check
+    text = nnlib_source("vector")
+    (tmp_path / "vector.cl").write_text(
+        text.replace("out[i] = a[i] + b[i];", "while (a[0] == a[0]) out[i] += 1.0f;", 1))
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(tmp_path)], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert child.stdout.readline() == "checking\n"
+        time.sleep(2)  # the worker starts, builds the kernel and loops in it
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        assert child.stdout.readline() == "interrupted; workers left: 0\n"
+        assert time.monotonic() - sent < 3  # promptly: the worker is killed, not waited for
+        said = child.communicate(timeout=60)[0]
+    finally:
+        child.kill()
+    assert "check_vector_add: PASSED" in said, said  # a later check starts a fresh worker
 
 
 def test_hints_come_in_tiers(capsys):

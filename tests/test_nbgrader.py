@@ -5,6 +5,7 @@ kernels, and a kernel with a planted mistake), and the scores and the feedback s
 import shutil
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 
@@ -69,3 +70,15 @@ def test_autograde_and_feedback(tmp_path):
     assert "AssertionError" in feedback
     good = (course / "feedback" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "check_vector_add: PASSED." in good and "AssertionError" not in good
+
+
+def test_every_marked_region_is_in_a_cell_nbgrader_accepts():
+    # generate_assignment refuses a solution region outside a solution cell and a hidden-test
+    # region outside a grade cell ("Solution region detected in a non-solution cell")
+    for path in make_exercises.notebooks(make_exercises.ROOT / "notebooks"):
+        for cell in jupytext.read(path).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and "BEGIN SOLUTION" in cell.source:
+                assert meta.get("solution"), f"{path.name}: {cell.source[:60]!r}"
+            if cell.cell_type == "code" and "BEGIN HIDDEN TESTS" in cell.source:
+                assert meta.get("grade"), f"{path.name}: {cell.source[:60]!r}"

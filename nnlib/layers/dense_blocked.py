@@ -31,22 +31,24 @@ class BlockedDenseKernels:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (kernel, batch class) -> (Launcher, params, local)
 
-    def params(self, product: str, batch: int) -> dict:
-        """The parameters ``product`` runs with at ``batch`` on this device."""
+    def params(self, product: str, batch: int, weights: int = 0) -> dict:
+        """The parameters ``product`` runs with at ``batch`` on a layer of ``weights``
+        weights (n_in * n_out) on this device."""
         if product in self._fixed:
             return dict(self._fixed[product])
-        shape = shape_class(product, batch)
+        shape = shape_class(product, batch, weights)
         return tuning.tuned(self.runtime, f"dense.{product}", shape,
                             candidates(self.runtime, product, shape),
                             lambda p: dense_params.measure(self.runtime, product, shape, p),
-                            default_params(self.runtime, product))
+                            default_params(self.runtime, product, shape))
 
-    def _launcher(self, product: str, batch: int, kernel: str):
+    def _launcher(self, product: str, batch: int, weights: int, kernel: str):
         """The launcher of ``kernel`` (gemm_nt or a gemm_tn kernel) built with the
-        parameters ``product`` runs with at ``batch``, its parameters and local size."""
-        key = (kernel, shape_class(product, batch))
+        parameters ``product`` runs with at ``batch`` on a layer of ``weights`` weights, its
+        parameters and local size."""
+        key = (kernel, shape_class(product, batch, weights))
         if key not in self._launchers:
-            params = self.params(product, batch)
+            params = self.params(product, batch, weights)
             launcher = self.runtime.launcher("dense", kernel, build_options(params)).copy()
             local = (min(params["LOCAL"], launcher.work_group_size), 1)
             self._launchers[key] = (launcher, params, local)
@@ -57,14 +59,15 @@ class BlockedDenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        launcher, p, local = self._launcher("forward", batch, "gemm_nt")
+        launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
         grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, 4))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
-    def _tn(self, product, kernel, batch, p, p_k, p_r, b, c, nrows, ncols, nk, *extra):
-        """C (+)= P^T B on the gemm_tn ``kernel``; ``extra`` are the arguments after nk."""
-        launcher, prm, local = self._launcher(product, batch, kernel)
+    def _tn(self, product, kernel, batch, weights, p, p_k, p_r, b, c, nrows, ncols, nk, *extra):
+        """C (+)= P^T B on the gemm_tn ``kernel`` of a layer of ``weights`` weights;
+        ``extra`` are the arguments after nk."""
+        launcher, prm, local = self._launcher(product, batch, weights, kernel)
         grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
@@ -74,7 +77,7 @@ class BlockedDenseKernels:
         """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]  # dX = (dZ^T)^T W
-        args = (batch, dz, 1, n_out, w, dx, batch, n_in, n_out)
+        args = (batch, n_in * n_out, dz, 1, n_out, w, dx, batch, n_in, n_out)
         if act:
             return self._tn("input", "gemm_tn_gated", *args, x.data, np.int32(act))
         return self._tn("input", "gemm_tn", *args, np.int32(False))
@@ -84,5 +87,5 @@ class BlockedDenseKernels:
         launch."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
-        return self._tn("weight", "gemm_tn_rowsum", batch, dz, n_out, 1, x, dw, n_out, n_in,
-                        batch, np.int32(accumulate), db.data)
+        return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, n_out, 1, x, dw,
+                        n_out, n_in, batch, np.int32(accumulate), db.data)

@@ -1,11 +1,7 @@
 """The CATCH kernels of kernels/catch.cl in numpy (series laid out (batch, channels, time)),
 plus the whole forward pass of the detector for the tests.
 
-<<<<<<< HEAD
-Taught in notebooks/07_catch.
-=======
 Taught in notebooks/06_attention_primer, notebooks/07_catch.
->>>>>>> primer
 """
 
 from math import erf
