@@ -25,6 +25,14 @@ def set_pocl_threads(threads):
         os.environ["POCL_MAX_PTHREAD_COUNT"] = str(threads)
 
 
+def passive_openmp() -> None:
+    """Make PyTorch's OpenMP threads sleep when idle instead of spinning (before torch is
+    imported). Runs that take turns with PyTorch need it: spinning threads kept both cores
+    busy for the run after PyTorch's, and on 2 cores halved the next kernel's speed (the fast
+    dense forward measured 47 vs 94 GFLOP/s, PyTorch itself 6 vs 48, in the same session)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 WARM_UP_S = 0.2
 
 

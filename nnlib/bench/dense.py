@@ -1,4 +1,4 @@
-"""GFLOP/s of the dense layer: the seed-style and the fast kernels against numpy and PyTorch.
+"""GFLOP/s of the dense layer: the article's design and the fast kernels against numpy and PyTorch.
 
     .venv/bin/python -m nnlib.bench.dense [--widths 64 256 1024 4096] [--batches 1 16 64 256]
                                          [--pocl-threads 1 2] [--repeat 5] [--products]
@@ -6,7 +6,7 @@
 For each width n (an n -> n layer, tanh) and batch: forward, and forward + backward (input
 and weight gradients), as wall-clock medians (one wait for the device per pass) with the data
 on the device; numpy with 1 and 2 BLAS threads (threadpoolctl) and PyTorch CPU with 2
-threads, in the same run, taking turns (interleaved repeats). The seed kernel runs up to
+threads, in the same run, taking turns (interleaved repeats). The article's kernel runs up to
 --seed-max-width. With --products, each product of the fast design alone (forward, input
 gradient dz W, weight gradient dz^T x) against numpy's same product (2 BLAS threads).
 Prints the CPU, the OpenCL build and the tuned kernel parameters. With
@@ -18,8 +18,8 @@ import argparse
 
 import numpy as np
 
-from .common import (environment, interleaved_s, print_environment, run_child,
-                     set_pocl_threads, write_json)
+from .common import (environment, interleaved_s, passive_openmp, print_environment,
+                     run_child, set_pocl_threads, write_json)
 
 
 def numpy_step(x, w, dy, backward, tanh=np.tanh):
@@ -74,7 +74,7 @@ def main(argv=None):
     parser.add_argument("--pocl-threads", type=int, nargs="+", default=[])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--seed-max-width", type=int, default=1024,
-                        help="run the slow seed kernel up to this width (0: never)")
+                        help="run the slow kernel of the article's design up to this width (0: never)")
     parser.add_argument("--products", action="store_true",
                         help="also time the fast design's three products one by one")
     parser.add_argument("--name", default="dense", help="JSON file name under build/bench/")
@@ -86,6 +86,7 @@ def main(argv=None):
     import nnlib  # after the thread limit is set
     from threadpoolctl import threadpool_limits
 
+    passive_openmp()
     try:
         import torch
         torch.set_num_threads(2)

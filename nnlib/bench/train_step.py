@@ -22,8 +22,8 @@ import sys
 
 import numpy as np
 
-from .common import (OUT, ROOT, environment, interleaved_s, print_environment, set_pocl_threads,
-                     write_json)
+from .common import (OUT, ROOT, environment, interleaved_s, passive_openmp,
+                     print_environment, set_pocl_threads, write_json)
 from .numpy_mlp import NumpyMLP
 
 SIZES = (240, 512, 256, 3)
@@ -88,6 +88,7 @@ def main(argv=None):
 
     torch = None
     if not args.no_torch and importlib.util.find_spec("torch"):
+        passive_openmp()
         import torch
         torch.set_num_threads(2)
     rt = nnlib.get_runtime()
