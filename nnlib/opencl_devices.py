@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 import warnings
 from dataclasses import dataclass, replace
 
 import pyopencl as cl
 
 from .sources import program_source
-from .tuning import preferred_device
+from .tuning import preferred_device, set_widest_vector, widest_vectors
 
 POCL_HINT = (
     "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
@@ -102,6 +104,50 @@ def can_compile(device: cl.Device) -> bool:
     return _usable_cache[key]
 
 
+def _builds_natively(device: cl.Device, width: int) -> bool:
+    """Whether ``kernels/widths.cl`` at vector width ``width`` builds into a program that
+    has its kernel, with no "changes the ABI" warning in the build log."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(cl.Context([device]), program_source("widths")).build(
+                options=[f"-DVW={width}"])
+    except cl.Error:
+        return False
+    log = prg.get_build_info(device, cl.program_build_info.LOG)
+    return bool(prg.kernel_names) and "changes the ABI" not in log
+
+
+def _device_id(device: cl.Device) -> str:
+    return " | ".join(x.strip() for x in (device.platform.name, device.platform.version,
+                                          device.name, device.driver_version))
+
+
+def _probe(device: cl.Device, width: int) -> bool:
+    """:func:`_builds_natively` in a child process: a compiler that aborts or hangs on the
+    width (PoCL 3.0 does both) takes only the child with it."""
+    try:
+        child = subprocess.run([sys.executable, "-m", __name__, _device_id(device), str(width)],
+                               capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return False
+    return child.returncode == 0 and child.stdout.strip().splitlines()[-1:] == ["native"]
+
+
+def widest_vector(device: cl.Device) -> int:
+    """The widest float vector (16, 8, 4, 2, else 1 lane) that ``device``'s compiler emits
+    natively (see kernels/widths.cl), probed once per machine and stored beside the tuning
+    results. PoCL 3.0 from PyPI on AMD Zen 4/5 prefers 16 lanes but compiles 16-lane code
+    without AVX-512 and crashes or hangs at launch; its widest is 8."""
+    key = _device_id(device)
+    known = widest_vectors()
+    if not isinstance(known.get(key), int):
+        width = next((w for w in (16, 8, 4, 2) if _probe(device, w)), 1)
+        set_widest_vector(key, width)
+        return width
+    return known[key]
+
+
 NO_COMPILER_HINT = (
     "No OpenCL device on this machine can compile kernels. PoCL 3.0 from PyPI (LLVM 14) "
     "does not know CPUs newer than 2022 (its build log says \"unknown target CPU "
@@ -173,7 +219,8 @@ class Limits:
     """What kernels and layers may assume about the device: the one place they read it."""
 
     kind: str  # "GPU", "CPU" or "accelerator"
-    vector_width: int  # preferred float vector width, a power of two from 1 to 16
+    vector_width: int  # preferred float vector width, a power of two up to widest_vector
+    widest_vector: int  # the widest float vector the compiler emits natively (up to 16)
     max_work_group_size: int
     work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
     local_mem_size: int  # bytes of local memory per work-group
@@ -210,9 +257,10 @@ def _preferred_multiple(device: cl.Device) -> int:
 
 def device_limits(device: cl.Device, profile: str = "device") -> Limits:
     """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them."""
-    width = device.preferred_vector_width_float
+    width, widest = device.preferred_vector_width_float, widest_vector(device)
     own = Limits(kind=_kind(device),
-                 vector_width=2 ** min(int(math.log2(width)), 4) if width >= 1 else 1,
+                 vector_width=min(2 ** int(math.log2(width)), widest) if width >= 1 else 1,
+                 widest_vector=widest,
                  max_work_group_size=device.max_work_group_size,
                  work_group_multiple=_preferred_multiple(device),
                  local_mem_size=device.local_mem_size)
@@ -223,3 +271,9 @@ def device_limits(device: cl.Device, profile: str = "device") -> Limits:
                            for key, value in GPU_PROFILE.items()})
 
 
+
+
+if __name__ == "__main__":  # the child process of _probe: "<device id>" <width>
+    _device = next(d for d in all_devices() if _device_id(d) == sys.argv[1])
+    print("native" if _builds_natively(_device, int(sys.argv[2])) else "not native", flush=True)
+    os._exit(0)  # PoCL 3.0 may abort while releasing a build that failed

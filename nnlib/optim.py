@@ -42,7 +42,8 @@ def candidates(rt) -> list:
     """What the tuner tries: 1, the device's and twice the device's width per work-item
     (each with vloadN and with loads by hand), and work-groups of 64."""
     base = default_params(rt)
-    widths = sorted({1, base["VW"], vector_width(2 * base["VW"])})
+    twice = vector_width(2 * base["VW"], widest=rt.limits.widest_vector)
+    widths = sorted({1, base["VW"], twice})
     out = [base] + ([dict(base, VLOAD=0)] if base["VW"] > 1 else [])  # most promising first
     out += [dict(base, VW=w, VLOAD=v) for w in widths for v in ((1, 0) if w > 1 else (1,))]
     out.append(dict(base, LOCAL=64))

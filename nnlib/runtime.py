@@ -106,15 +106,22 @@ class Runtime:
                         options=[*BUILD_OPTIONS, *options])
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
-                raise KernelBuildError(
-                    f"{shown_path(kernel_path(topic, folder))} failed to build on "
-                    f"{self.device.name.strip()} "
-                    f"({self.device.platform.name}). Build log:\n{err}{hint}"
-                ) from None
+                raise self._build_error(topic, folder, "failed to build",
+                                        f"{err}{hint}") from None
+            if not prg.kernel_names and self.signatures(topic, folder):
+                # PoCL 3.0 returns such a program from its cache for code it miscompiled
+                raise self._build_error(topic, folder, "built into a program with no kernels",
+                                        prg.get_build_info(self.device,
+                                                           cl.program_build_info.LOG))
             self._programs[key] = prg
             while len(self._programs) > MAX_PROGRAMS:
                 self._programs.popitem(last=False)
             return prg
+
+    def _build_error(self, topic: str, folder, what: str, log: str) -> KernelBuildError:
+        return KernelBuildError(f"{shown_path(kernel_path(topic, folder))} {what} on "
+                                f"{self.device.name.strip()} ({self.device.platform.name}). "
+                                f"Build log:\n{log}")
 
     def launcher(self, topic: str, name: str, options: tuple = (), folder=None):
         """The :class:`~nnlib.launcher.Launcher` of kernel ``name`` from ``kernels/<topic>.cl``

@@ -40,13 +40,15 @@ def radices(n: int) -> list:
     return [2] * (log % 2) + [4] * (log // 2) + [3] * threes + [5] * fives
 
 
-def vector_width(preferred: int, supported: tuple = (1, 2, 4, 8, 16)) -> int:
+def vector_width(preferred: int, supported: tuple = (1, 2, 4, 8, 16), widest: int = 16) -> int:
     """The vector width a kernel is built with by default: the device's preferred float
     width (``Runtime.vector_width``: 1 on GPUs, whose warps are the vectors; 8 on AVX2 CPUs)
     raised or lowered to the nearest width the kernel is written for (``supported``): the
     smallest supported width at least ``preferred``, else the largest. Register-tiled kernels
     (dense.cl, conv.cl) need 4 lanes or more, fft.cl's rows per work-item 2 to 8, elementwise
     kernels (floatv.h) take any. Tuned kernels start from this width; the tuner measures
-    the others (1 -> 4 with (4, 8, 16); 16 -> 8 with (2, 4, 8))."""
-    widths = sorted(supported)
+    the others (1 -> 4 with (4, 8, 16); 16 -> 8 with (2, 4, 8)). Widths above ``widest``
+    (``Limits.widest_vector``: what the device's compiler emits natively) are left out
+    unless none remains (16 -> 8 with widest 8)."""
+    widths = sorted(w for w in supported if w <= widest) or [min(supported)]
     return next((w for w in widths if w >= preferred), widths[-1])

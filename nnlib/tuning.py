@@ -145,6 +145,17 @@ def set_preferred_device(platform_version: str, device: str, figures: dict) -> N
                   {"platform": platform_version, "device": device, "measured": figures})
 
 
+def widest_vectors() -> dict:
+    """{device id: widest float vector its compiler emits natively}, as
+    :func:`nnlib.opencl_devices.widest_vector` measured them."""
+    return _read_json(cache_dir() / "vector_widths.json")
+
+
+def set_widest_vector(device_id: str, width: int) -> None:
+    path = cache_dir() / "vector_widths.json"
+    _write_atomic(path, {**_read_json(path), device_id: width})
+
+
 def _progress(text: str, end: bool = False) -> None:
     """One progress line, rewritten in place, on a terminal; the log elsewhere (a notebook's
     stderr would become part of its stored output)."""

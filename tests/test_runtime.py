@@ -53,6 +53,23 @@ def test_build_error_carries_file_line_and_log(monkeypatch, tmp_path, rt):
         runtime.Runtime(rt.device).program("broken")
 
 
+def test_a_program_without_its_kernels_is_a_build_error(monkeypatch, tmp_path, rt):
+    # what PoCL 3.0 returns from its cache for code it miscompiled: a program with no kernels
+    (tmp_path / "hidden.cl").write_text("#if 0\nkernel void f(global float *a) { }\n#endif\n")
+    monkeypatch.setattr(sources, "kernel_dir", lambda: tmp_path)
+    with pytest.raises(nnlib.KernelBuildError, match="hidden.cl built into a program with no"):
+        runtime.Runtime(rt.device).program("hidden")
+
+
+def test_widest_vector_builds_and_bounds_the_default_widths(rt):
+    from nnlib.opencl_devices import _probe
+
+    widest = rt.limits.widest_vector
+    assert widest in (1, 2, 4, 8, 16) and rt.vector_width <= widest
+    assert widest == 1 or _probe(rt.device, widest)
+    assert widest == 16 or not _probe(rt.device, 2 * widest)
+
+
 def test_requires_joins_sources_in_order(monkeypatch, tmp_path):
     (tmp_path / "base.cl").write_text("inline float twice(float x) { return 2 * x; }\n")
     (tmp_path / "top.cl").write_text("// requires: base.cl\nkernel void k() {}\n")

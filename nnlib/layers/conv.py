@@ -35,9 +35,10 @@ def tile_candidates(rt) -> list:
     (taps for the weight gradient) as one vector, real and imaginary parts apart, times
     ``CF`` filters per work-item. Default: the device's preferred float vector width (4 to
     16), 4 filters (8 vector accumulators); the tuner also tries the other widths and 2
-    filters (fewer registers)."""
+    filters (fewer registers), no wider than the compiler emits natively."""
     default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4}
-    out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)]
+    out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)
+                       if cv <= max(rt.limits.widest_vector, 4)]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 

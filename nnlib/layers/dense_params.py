@@ -80,7 +80,7 @@ def candidates(rt, product: str, shape: str) -> list:
     if product == "weight":  # rows of dW (n_out), whatever the batch
         rows = (4, 6, 8)
     base = default_params(rt, product, shape)
-    wide = vector_width(2 * base["VW"], WIDTHS)
+    wide = vector_width(2 * base["VW"], WIDTHS, rt.limits.widest_vector)
 
     def tile(r, vw):
         if product == "forward":
