@@ -3,6 +3,9 @@
 // AVX-512 CPUs it does not know (AMD Zen 4 and 5), then compiles without AVX-512 ("changes the
 // ABI" in the build log), crashes or hangs at launch, and returns an empty program from its
 // cache. A helper taking and returning floatv makes the compiler check the vector ABI.
+#ifndef VW
+#define VW 1  // built alone (tests/test_signatures.py): scalar
+#endif
 #include "floatv.h"
 
 floatv twice(floatv x) { return x + x; }

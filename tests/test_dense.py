@@ -168,7 +168,8 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
             found = candidates(rt, product, shape)
             assert default_params(rt, product) in found
             for key in ("VLOAD", "FMA", "VW", "LOCAL"):
-                assert len({c[key] for c in found}) == 2, (product, shape, key)
+                one_width = key == "VW" and rt.limits.widest_vector < 8  # dense.cl needs 4+
+                assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
             if product != "forward":
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}

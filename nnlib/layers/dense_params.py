@@ -72,15 +72,17 @@ def candidates(rt, product: str, shape: str) -> list:
     Most promising first (a search that runs out of time goes on from there next time): the
     default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
-    tile at twice the width; for the gradients, the default without and with another
-    local-memory k-block and with the work-groups in column order; the default with fma()
-    and with a work-group four times larger.
+    tile at twice the width (half, at the widest); for the gradients, the default without
+    and with another local-memory k-block and with the work-groups in column order; the
+    default with fma() and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
         rows = (4, 6, 8)
     base = default_params(rt, product, shape)
     wide = vector_width(2 * base["VW"], WIDTHS, rt.limits.widest_vector)
+    if wide == base["VW"]:  # already the widest the compiler emits: half as wide instead
+        wide = vector_width(base["VW"] // 2, WIDTHS)
 
     def tile(r, vw):
         if product == "forward":
