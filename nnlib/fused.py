@@ -5,7 +5,7 @@
 
 One work-group runs forward, loss gradient, backward and the SGD/Adam update of every layer,
 for a run of consecutive mini-batches (by default a whole epoch) per launch; the weights and
-optimizer state are the network's and the optimizer's own arrays (the optimizer's flat
+optimizer state are the network's and the optimizer's own arrays (the network's flat
 layout), updated in place, so ``net`` and ``optimizer`` go on with the layer-by-layer path
 afterwards. ``Parameter.grad`` is not written (gradients never leave the kernel).
 
@@ -74,9 +74,9 @@ class FusedMLP:
             raise ValueError("FusedMLP: the optimizer must hold exactly net.parameters(), "
                              "in that order")
         self.rule = _rule(optimizer)
-        if not optimizer.fused:  # builds the flat layout: one buffer for every parameter
-            raise ValueError("FusedMLP: the parameters no longer hold the optimizer's flat "
-                             "layout (another optimizer took them over)")
+        if not optimizer.fused:  # the kernel reads the network's one flat buffer
+            raise ValueError("FusedMLP: the network's parameters are not one flat layout (a "
+                             "layer of it was laid out by another model first)")
         self.net, self.optimizer, self.runtime = net, optimizer, net.runtime
         rt = self.runtime
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
@@ -114,7 +114,7 @@ class FusedMLP:
     # ------------------------------------------------------------------ layout
     def _layout(self, batch: int) -> tuple:
         """(network table, local floats) for ``batch`` samples per step."""
-        offsets = self.optimizer._layout.offsets
+        offsets = self.optimizer.layout.offsets
         acts, a = [], 0
         for n in self.widths:
             acts.append(a)
@@ -188,7 +188,7 @@ class FusedMLP:
         """(state1, state2, hyper-parameter arguments) of both kernels."""
         opt = self.optimizer
         state = [s.flat for s in opt._buffers().values() if s]
-        state1 = state[0] if state else opt._layout.grad  # unused without state
+        state1 = state[0] if state else opt.layout.grad  # unused without state
         state2 = state[1] if len(state) > 1 else state1
         adam = self.rule == "adam"
         f32, i32 = np.float32, np.int32
@@ -208,9 +208,9 @@ class FusedMLP:
         state1, state2, hyper = self._args()
         i32 = np.int32
         self._launch(
-            (self.local_size,), (self.local_size,), opt._layout.value.data, state1.data,
+            (self.local_size,), (self.local_size,), opt.layout.value.data, state1.data,
             state2.data, table.data, i32(len(self.net.layers)), x.data, targets.data,
-            rows.data, i32(batch), i32(0), i32(count), i32(batch), opt._layout.grad.data,
+            rows.data, i32(batch), i32(0), i32(count), i32(batch), opt.layout.grad.data,
             i32(0), *self._train_args(batch), *hyper, corr.data, losses.data, i32(offset),
             opt._skip.data, local)
 
@@ -225,7 +225,7 @@ class FusedMLP:
                 rt.launcher("fused_mlp", "fused_mlp_train", self._options + ("-DPARTIAL=1",))
                 .copy(), rt.launcher("fused_mlp", "fused_mlp_apply", self._options).copy())
         partial, apply = self._split
-        n = opt._layout.value.shape[0]
+        n = opt.layout.value.shape[0]
         # fused_mlp_apply strides over the parameters: one work-group of the kernel's
         # preferred multiple per compute unit (a work-group per few parameters would cost
         # PoCL more than the update itself)
@@ -237,12 +237,12 @@ class FusedMLP:
         i32 = np.int32
         train = self._train_args(batch)
         for s in range(count):
-            partial((groups * self.local_size,), (self.local_size,), opt._layout.value.data,
+            partial((groups * self.local_size,), (self.local_size,), opt.layout.value.data,
                     state1.data, state2.data, table.data, i32(len(self.net.layers)), x.data,
                     targets.data, rows.data, i32(batch), i32(s), i32(1), i32(slice_),
                     grads.data, i32(n), *train, *hyper, corr.data, losses.data, i32(offset),
                     flags.data, local)
-            apply((spread,), (wg,), opt._layout.value.data, state1.data, state2.data,
+            apply((spread,), (wg,), opt.layout.value.data, state1.data, state2.data,
                   grads.data, i32(groups), i32(n), flags.data, opt._skip.data, i32(s), *hyper,
                   corr.data)
 

@@ -19,6 +19,7 @@ from .layers.base import Layer, positive_int
 from .layers.conv import ComplexConv1d, Conv1d
 from .layers.dense import VARIANTS, Dense
 from .loss import DeviceLoss, Loss
+from .parameter import FlatLayout
 from .step_fusion import FusedBackward
 
 # The layers a checkpoint may name (nothing else is ever built from a file).
@@ -76,6 +77,8 @@ class Sequential:
         self.loss = loss
         self.runtime = last.runtime
         self.loss_function = Loss(loss, self.runtime)
+        # every parameter end to end in one buffer: an optimizer updates them in one launch
+        self.layout = FlatLayout.lay_out(self.parameters())
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)

@@ -1,9 +1,10 @@
 """Optimizers whose update rules run as kernels (kernels/optim.cl).
 
 Every optimizer takes a list of :class:`~nnlib.Parameter` and never waits for the device.
-Rules that treat every element alike (SGD, Adam, AdamW, Adan) lay the parameters end to end
-(:class:`~nnlib.parameter.FlatLayout`) and update all of them with one launch; Adam-mini
-launches per tensor. A step whose gradients hold NaN or infinity is *skipped* on the
+Rules that treat every element alike (SGD, Adam, AdamW, Adan) update all the parameters
+with one launch when they are exactly one model's flat layout (a ``Sequential``'s, each of
+CATCH's two groups: :class:`~nnlib.parameter.FlatLayout`), otherwise one launch per tensor;
+Adam-mini launches per tensor. A step whose gradients hold NaN or infinity is *skipped* on the
 device: weights and state stay as they were, and the step is counted in ``skipped_steps``
 (reading it waits for the device). The host's step counter, behind the bias corrections,
 still advances (the host does not wait to learn of the skip), so the steps after a skip use
@@ -138,7 +139,8 @@ class Optimizer:
         self.steps = 0
         self.events: list = []  # the last step's update kernels, for profiling
         rt = self.runtime
-        self._flat_layout = None  # built on first use, once the constructor's checks passed
+        # the model's layout of exactly these parameters: one launch updates them all
+        self.layout = FlatLayout.of(self.params) if self.flat else None
         self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped before, last skipped]
         self.kernel_params = elementwise_params(rt)
         self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
@@ -162,17 +164,10 @@ class Optimizer:
         return (ceil_div(n, self._vw),)
 
     @property
-    def _layout(self) -> FlatLayout | None:
-        """The parameters' flat layout (None for rules that launch per tensor)."""
-        if self.flat and self._flat_layout is None:
-            self._flat_layout = FlatLayout(self.params)
-        return self._flat_layout
-
-    @property
     def fused(self) -> bool:
         """Whether a step checks and updates every tensor with one launch each: the rule is
-        elementwise and the parameters still hold this optimizer's flat layout."""
-        return self._layout is not None and self._layout.intact()
+        elementwise and the parameters are exactly a model's flat layout."""
+        return self.layout is not None
 
     def _update_targets(self) -> list:
         """The :class:`Tensors` one step launches on: the flat layout when one launch covers
@@ -182,7 +177,7 @@ class Optimizer:
         return [self._parameter_tensors(i) for i in range(len(self.params))]
 
     def _flat_tensors(self) -> Tensors:
-        layout = self._layout
+        layout = self.layout
         state = tuple(s.flat if s else None for s in self._buffers().values())
         return Tensors("flat", layout.size, layout.value, layout.grad, state)
 
@@ -193,7 +188,7 @@ class Optimizer:
 
     def zero_grad(self) -> None:
         if self.fused:
-            self.runtime.fill(self._layout.grad, 0)
+            self.runtime.fill(self.layout.grad, 0)
             return
         for p in self.params:
             p.zero_grad()
@@ -298,10 +293,10 @@ class Optimizer:
         self.steps = checked["steps"]
 
     def _zeros_like_params(self) -> State:
-        if self._layout is None:
+        if self.layout is None:
             return State(self.runtime.zeros(p.shape) for p in self.params)
-        flat = self._layout.arena()
-        state = State(self._layout.views(flat))
+        flat = self.layout.arena()
+        state = State(self.layout.views(flat))
         state.flat = flat
         return state
 

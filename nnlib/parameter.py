@@ -20,10 +20,11 @@ class Parameter:
     blocks of consecutive elements: a dense weight uses one block per output row, a bias
     ``1`` (one block per element); ``None`` means one block for the whole tensor.
 
-    ``value`` and ``grad`` are not fixed: an elementwise optimizer's first step or
-    ``zero_grad`` moves them into its flat layout (:meth:`move_into`, :class:`FlatLayout`),
-    new arrays with the same contents. Hold the Parameter and read ``p.value`` when needed,
-    never a saved ``p.value``.
+    A model lays its parameters end to end when it is built (:class:`FlatLayout`:
+    ``Sequential``, CATCH's network); ``layout`` is then that layout, and ``value`` and
+    ``grad`` are views of its two buffers from then on. Nothing else ever replaces them: an
+    optimizer over exactly a layout's parameters updates them in one launch, over any other
+    list one launch per tensor.
     """
 
     def __init__(self, array, name: str = "param", block_size: int | None = None,
@@ -41,6 +42,7 @@ class Parameter:
                 block_size, (int, np.integer)) or block_size < 1 or self.value.size % block_size):
             raise ValueError(f"{name}: block_size {block_size} does not divide size {self.size}")
         self.block_size = block_size
+        self.layout: FlatLayout | None = None
 
     @property
     def shape(self) -> tuple:
@@ -67,17 +69,6 @@ class Parameter:
     def zero_grad(self) -> None:
         self.runtime.fill(self.grad, 0)
 
-    def move_into(self, value: cla.Array, grad: cla.Array) -> None:
-        """Hold ``value`` and ``grad`` (float32 device arrays of this shape, e.g. views of an
-        optimizer's flat layout) from now on, with the current contents copied into them
-        (enqueued: no wait)."""
-        for new, old, what in ((value, self.value, "value"), (grad, self.grad, "grad")):
-            if new.shape != old.shape or new.dtype != np.float32:
-                raise ValueError(f"{self.name}: {what} must be float32 of shape {old.shape}, "
-                                 f"got {new.dtype} {new.shape}")
-            cl.enqueue_copy(self.runtime.queue, new.data, old.data, byte_count=new.nbytes)
-        self.value, self.grad = value, grad
-
     def __repr__(self):
         return f"Parameter({self.name}, shape={self.shape})"
 
@@ -86,14 +77,30 @@ class FlatLayout:
     """Several parameters laid end to end in one device buffer for values and one for
     gradients, so that an optimizer checks and updates all of them with one launch each.
 
-    Each parameter moves its ``value`` and ``grad`` into sub-buffers of the two flat arrays
-    (:meth:`Parameter.move_into`); the gaps that align each start to the device's base-address
-    alignment hold zeros, which every update rule leaves at zero. ``arena()`` gives a zeroed
-    flat array of the same layout for optimizer state, ``views(arena)`` its per-parameter
-    arrays. If something later replaces a parameter's arrays (another optimizer flattening
-    the same parameters), ``intact()`` turns false and the optimizer goes back to one launch
-    per tensor.
+    Made once, by the model that owns the parameters, when it is built
+    (:meth:`lay_out`): each parameter's ``value`` and ``grad`` become views of the two flat
+    arrays (current contents copied) and stay so for good. The gaps that align each start
+    to the device's base-address alignment hold zeros, which every update rule leaves at
+    zero. ``arena()`` gives a zeroed flat array of the same layout for optimizer state,
+    ``views(arena)`` its per-parameter arrays.
     """
+
+    @classmethod
+    def lay_out(cls, params) -> FlatLayout | None:
+        """Lay ``params`` end to end, unless one already belongs to a layout (a layer shared
+        by two models stays in its first model's): None then, and optimizers update these
+        parameters one tensor at a time."""
+        params = list(params)
+        if not params or any(p.layout is not None for p in params):
+            return None
+        return cls(params)
+
+    @staticmethod
+    def of(params) -> FlatLayout | None:
+        """The layout that holds exactly ``params``, in this order, if there is one."""
+        params = list(params)
+        layout = params[0].layout if params else None
+        return layout if layout is not None and layout.params == params else None
 
     def __init__(self, params):
         self.params = list(params)
@@ -105,9 +112,11 @@ class FlatLayout:
             end = round_up(end + p.size, align)
         self.size = end
         self.value, self.grad = self.arena(), self.arena()
+        queue = self.runtime.queue
         for p, value, grad in zip(self.params, self.views(self.value), self.views(self.grad)):
-            p.move_into(value, grad)
-        self._held = [(p, p.value, p.grad) for p in self.params]
+            for new, old in ((value, p.value), (grad, p.grad)):
+                cl.enqueue_copy(queue, new.data, old.data, byte_count=new.nbytes)
+            p.value, p.grad, p.layout = value, grad, self
 
     def arena(self) -> cla.Array:
         """A zeroed flat float32 array of this layout (a plain buffer: sub-buffers need one)."""
@@ -122,7 +131,3 @@ class FlatLayout:
         return [cla.Array(self.runtime.queue, p.shape, np.float32,
                           data=arena.data.get_sub_region(4 * offset, 4 * p.size))
                 for p, offset in zip(self.params, self.offsets)]
-
-    def intact(self) -> bool:
-        """Whether every parameter still holds this layout's value and gradient arrays."""
-        return all(p.value is value and p.grad is grad for p, value, grad in self._held)

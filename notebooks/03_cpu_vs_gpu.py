@@ -268,9 +268,9 @@ assert costs and all(r["us"] > 0 for r in costs)
 # * fewer launches: the backward pass multiplies by the previous layer's activation
 #   derivative inside the input-gradient kernel, computes the bias gradient inside the
 #   weight-gradient kernel, skips the first layer's input gradient and writes the gradients
-#   instead of zeroing them first; the optimizer lays every parameter end to end in one
-#   buffer (`nnlib.parameter.FlatLayout`), so the finiteness check and the update are one
-#   launch each for all six tensors. A batch-1 step is 13 launches;
+#   instead of zeroing them first; the network lays every parameter end to end in one
+#   buffer when it is built (`nnlib.parameter.FlatLayout`), so the optimizer's finiteness
+#   check and update are one launch each for all six tensors. A batch-1 step is 13 launches;
 # * help the compiler vectorize: PoCL runs the work-items of a group as a loop and turns it
 #   into SIMD code only when it can prove the loop has no data-dependent exits. The update
 #   kernels' `if (skip[1]) return;` defeated that, so each work-item now handles `VW`

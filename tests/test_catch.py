@@ -223,7 +223,11 @@ def test_fit_score_threshold_predict_and_checkpoint(rng, tmp_path, n):
     test = train[:250].copy()
     test[120, 0] += 6.0
     model = CATCH(n, seed=0, **TINY)
+    held = [(p.value, p.grad) for p in model.net.parameters()]
     history = model.fit(train, epochs=2, progress=False)
+    # training replaced no parameter's arrays; each of the two groups is one flat layout
+    assert all(p.value is v and p.grad is g for p, (v, g) in zip(model.net.parameters(), held))
+    assert all(opt.fused for opt in model._optimizers())
     assert len(history) == 2 and history[-1]["time"] < history[0]["time"]
     scores = model.score(test)
     assert scores.shape == (250,) and np.isfinite(scores).all()  # 250 = 7 windows + a tail

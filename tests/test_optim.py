@@ -5,6 +5,7 @@ import pytest
 
 import nnlib
 from nnlib import optim
+from nnlib.parameter import FlatLayout
 from nnlib.reference import optim as ref
 
 from .isolated import run_isolated
@@ -64,18 +65,21 @@ def test_elementwise_rules_match_reference(rt, rule):
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("fused", [True, False])
 def test_many_tensors_match_reference(rt, rule, fused):
-    """Several tensors of odd sizes: in one flat launch, and one launch per tensor once a
-    second optimizer has taken the parameters into its own layout (values carried over)."""
+    """Several tensors of odd sizes: in one flat launch when they are laid out as one, else
+    one launch per tensor; a layout never replaces a parameter's arrays twice."""
     make, reference, n_state = RULES[rule]
     rng = np.random.default_rng(1)
     shapes = [(37,), (3, 5), (1,), (2, rt.max_work_group_size + 3)]
     params = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
               for i, s in enumerate(shapes)]
+    if fused:
+        assert FlatLayout.lay_out(params) is not None
+        held = [(p.value, p.grad) for p in params]
+        assert FlatLayout.lay_out(params) is None and FlatLayout.lay_out(params[1:]) is None
+        assert all(p.value is v and p.grad is g for p, (v, g) in zip(params, held))
     opt = make(params)
-    assert opt.fused
-    if not fused:
-        make(params)
-        assert not opt.fused
+    assert opt.fused == fused and make(params).fused == fused
+    assert not make(params[1:]).fused  # not exactly a layout's parameters
     ws = replay_many(opt, params, reference, n_state, rng, STEPS)
     for p, w in zip(params, ws):
         np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5)
@@ -107,6 +111,7 @@ def test_every_tuning_candidate_matches_reference(rt, monkeypatch, params):
         rng = np.random.default_rng(2)
         ps = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
               for i, s in enumerate(shapes)]
+        FlatLayout.lay_out(ps)
         opt = make(ps)
         assert opt.kernel_params == params and opt.fused
         ws = replay_many(opt, ps, reference, n_state, rng, 3)

@@ -230,12 +230,10 @@ class CATCH:
 
     def _optimizers(self) -> tuple:
         """Adam on the main parameters and Adam on the mask generator's."""
-        params, cfg = self.net.named_parameters(), self.config
+        cfg = self.config
         betas = OFFICIAL_BETAS if cfg["schedule"] == "official" else (0.9, 0.999)
-        groups = ([p for k, p in params.items() if not k.startswith("mask_generator")],
-                  [p for k, p in params.items() if k.startswith("mask_generator")])
         main, mask = (optim.Adam(g, lr=lr, betas=betas)
-                      for g, lr in zip(groups, (cfg["lr"], cfg["mask_lr"])))
+                      for g, lr in zip(self.net.parameter_groups(), (cfg["lr"], cfg["mask_lr"])))
         mask.zero_grad()  # the mask generator's gradients are summed between its steps
         return main, mask
 

@@ -20,6 +20,7 @@ from .. import fft
 from ..layers import ComplexConv1d, Dense
 from ..layers.base import Layer
 from ..loss import DeviceLoss
+from ..parameter import FlatLayout
 from .attention import ChannelDCLoss, MaskedAttention
 from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_rows,
                   patch_amplitude, revin_denorm, revin_norm, split_rows, swap_axes12)
@@ -158,6 +159,8 @@ class CATCHNet(_Composite):
         self.head_real, self.head_imag = _Head(nf, t, seed + 110, rt), _Head(nf, t, seed + 120, rt)
         self.ircom = Dense(2 * t, t, seed=seed + 130, runtime=rt)
         self.ifft = fft.FFT(inverse=True, runtime=rt)
+        # each group end to end in one buffer: its optimizer updates it in one launch
+        self.layouts = [FlatLayout.lay_out(g) for g in self.parameter_groups()]
 
     def named(self) -> dict:
         out = {"embed": self.embed, "mask_generator": self.mask_generator}
@@ -168,6 +171,12 @@ class CATCHNet(_Composite):
             out.update({f"head_{part}.{k}": v for k, v in head.named().items()})
         out["ircom"] = self.ircom
         return out
+
+    def parameter_groups(self) -> tuple:
+        """(main network's, mask generator's) parameters: CATCH trains them apart."""
+        params = self.named_parameters()
+        return ([p for k, p in params.items() if not k.startswith("mask_generator")],
+                [p for k, p in params.items() if k.startswith("mask_generator")])
 
     def named_parameters(self) -> dict:
         return {f"{name}.{p.name}": p for name, m in self.named().items()
