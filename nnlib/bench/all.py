@@ -8,6 +8,8 @@ and forward + backward, numpy and PyTorch in the same run), one MLP training ste
 ``nnlib/bench/stored/<device>.json``: the device, its driver and the date in "meta", and each
 benchmark's rows. Notebook 03 draws every stored file beside the figures it measures live;
 send yours (a pull request) to add your GPU.
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse

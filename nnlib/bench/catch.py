@@ -17,6 +17,8 @@ deviations at several mask learning rates (build/bench/catch_masks.json).
 PyTorch model (its model files under DIR, a checkout of decisionintelligence/CATCH that
 the reader fetches; never vendored; needs einops) on the same windows, at equal sizes; nnlib alone
 without DIR (build/bench/catch_speed.json).
+
+Used in notebooks/07_catch.
 """
 
 import argparse

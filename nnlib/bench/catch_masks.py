@@ -1,6 +1,9 @@
 """The mask separation grid of ``python -m nnlib.bench.catch --masks``: the best band's
 within - across mean mask probability on planted channel groups, per generator design and
-mask learning rate, mean and spread over seeds (build/bench/catch_masks.json)."""
+mask learning rate, mean and spread over seeds (build/bench/catch_masks.json).
+
+Used in notebooks/07_catch.
+"""
 
 import numpy as np
 

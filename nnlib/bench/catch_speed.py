@@ -7,6 +7,8 @@ zero_grad, the mask generator's Adam step every max(1, batches // 10) batches, f
 MSE + dc_lambda dc + auxi_lambda frequency loss, backward, Adam step). The official model
 files are imported from the reader's checkout (``--official-path``) without running its
 package __init__ files, which pull in the whole benchmark; they are never copied here.
+
+Used in notebooks/07_catch.
 """
 
 import importlib

@@ -1,4 +1,6 @@
-"""Shared helpers of the benchmarks: medians of wall-clock times, thread limits, JSON output."""
+"""Shared helpers of the benchmarks: medians of wall-clock times, thread limits, JSON output.
+
+Used in notebooks/03_cpu_vs_gpu and notebooks/07_catch."""
 
 import contextlib
 import json

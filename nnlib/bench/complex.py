@@ -7,6 +7,8 @@ the device, and of the numpy call on host arrays, complex64 both, the two taken 
 that a busy moment of a shared machine falls on both; "ratio" is numpy's time / the device's. FLOPs counted: 8 per
 complex multiply-add (conv), 5 n log2 n per row (the usual FFT figure, also for lengths that
 are not powers of two). Prints a table and writes build/bench/complex.json.
+
+Used in notebooks/05_complex_and_fft.
 """
 
 import argparse

@@ -12,6 +12,8 @@ gradient dz W, weight gradient dz^T x) against numpy's same product (2 BLAS thre
 Prints the CPU, the OpenCL build and the tuned kernel parameters. With
 several --pocl-threads values each runs in its own process (PoCL reads the variable once)
 and the table ends with the fast kernel's thread speedup. Writes build/bench/dense.json.
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse

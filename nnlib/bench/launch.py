@@ -8,6 +8,8 @@ through a ``Launcher`` with the same ones, which it does not set again); enqueue
 ``queue.finish()`` (a synchronous round trip); blocking copies host -> device and device ->
 host of 64 bytes to 16 MiB; and the device time of the tiny kernel from profiling events.
 Writes build/bench/launch.json.
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse

@@ -1,4 +1,6 @@
-"""The same MLP in plain numpy (float32, in-place updates): the baseline of the benchmarks."""
+"""The same MLP in plain numpy (float32, in-place updates): the baseline of the benchmarks.
+
+Used in notebooks/03_cpu_vs_gpu."""
 
 import numpy as np
 

@@ -1,6 +1,8 @@
 """Per-kernel device time of a training step (median of 10), from OpenCL profiling events.
 
     .venv/bin/python -m nnlib.bench.profile_step [--batch 64]
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse

@@ -2,6 +2,8 @@
 the roofs of a few named GPUs from their published figures (a model, not a measurement).
 
     .venv/bin/python -m nnlib.bench.roofline
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import numpy as np

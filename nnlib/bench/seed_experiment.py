@@ -14,6 +14,8 @@ the same network in interpreted MQL5, per sample, on a 2-core Core2 Duo T5750. T
 compare against compiled, vectorised numpy (OpenBLAS limited to one thread), a much harder
 baseline.
 Writes build/bench/seed_experiment.json.
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse

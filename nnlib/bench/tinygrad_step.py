@@ -2,6 +2,8 @@
 process with DEV=CL TRAINING=1): prints one JSON line {"ms": per step, "device": name}.
 
     DEV=CL TRAINING=1 .venv/bin/python -m nnlib.bench.tinygrad_step BATCH STEPS REPEAT
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import json

@@ -11,6 +11,8 @@ does. The batch is already in each library's memory (on the OpenCL device for nn
 runs with 1 and 2 BLAS threads (threadpoolctl), PyTorch with 2 threads and fused Adam.
 tinygrad runs in its own process on its OpenCL backend (DEV=CL), jitted (TinyJit).
 Writes build/bench/train_step.json.
+
+Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse
