@@ -129,7 +129,10 @@ typedef float16 cvec;
 typedef float8 cvec;
 #define cvload vload8
 #define cvstore vstore8
-#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p); re = a_.even; im = a_.odd; }
+// two 8-float loads, not one of 16: no 16-lane value where the widest vector may be 8
+#define CV_EVEN_ODD(p, re, im) { float8 a_ = vload8(0, p), b_ = vload8(1, p);            \
+                                  re = (float8)(a_.even, b_.even);                        \
+                                  im = (float8)(a_.odd, b_.odd); }
 #else
 typedef float4 cvec;
 #define cvload vload4
