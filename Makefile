@@ -17,6 +17,11 @@ HOST_TESTS := tests/test_packaging.py tests/test_site.py tests/test_notebooks_sy
               tests/test_data.py tests/test_lab.py tests/test_benchmarks_all.py \
               tests/test_browser.py tests/test_fuzz_checkpoint.py tests/test_nbgrader.py
 GPU_DESELECT := tests/test_exercises.py::test_exercise_notebooks_run_and_say_not_yet
+# Every kernel against its numpy reference: run again on each other device, where another
+# compiler may miscompile what the default one builds right (PyPI's PoCL and 16-lane floats)
+KERNEL_TESTS := tests/test_dense.py tests/test_complex_conv.py tests/test_conv.py \
+                tests/test_fft.py tests/test_optim.py tests/test_fused.py tests/test_attention.py \
+                tests/test_softmax.py tests/test_transformer.py
 
 .PHONY: workbook test lab setup setup-test doctor unit notebooks gpu-profile other-devices \
         notebook exercises assignments browser trust site clean
@@ -30,7 +35,8 @@ workbook: setup doctor
 ## then nbval on every other device that compiles; all against the same stored outputs
 test: setup-test doctor unit notebooks gpu-profile other-devices
 
-## make other-devices: nbval on every other device that compiles (e.g. a second PoCL build)
+## make other-devices: the kernel tests and nbval on every other device that compiles (e.g. a
+## second PoCL build)
 
 ## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml)
 lab: setup doctor trust
@@ -66,7 +72,8 @@ gpu-profile:
 
 other-devices:
 	@for ctx in $$($(PY) -m nnlib.doctor --others); do \
-	  echo "nbval on PYOPENCL_CTX=$$ctx"; \
+	  echo "kernel tests and nbval on PYOPENCL_CTX=$$ctx"; \
+	  PYOPENCL_CTX=$$ctx $(PYTEST) $(KERNEL_TESTS) || exit 1; \
 	  PYOPENCL_CTX=$$ctx $(NBVAL) notebooks/ || exit 1; \
 	done
 
