@@ -76,6 +76,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 // The best tile depends on the device and its compiler, so these are build options that
 // nnlib/layers/dense_params.py chooses per device by measuring (nnlib/tuning.py):
 //   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
+//   NT_KB gemm_nt's k-block (floats, a multiple of VW; 0: none): the work-group's work-items
+//         walk k one block at a time together, so that the block of its rows of X and W
+//         stays in the cache while each of them uses it (wide layers' rows do not fit)
 //   TN_R  rows per gemm_tn tile            TN_V  vectors of columns per gemm_tn tile
 //   TN_KB gemm_tn's k-block shared by the work-group through local memory (0: none; the
 //         work-group then runs along the row blocks of one column block)
@@ -90,6 +93,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define NT_I 6
 #endif
 #define NT_J 4  // the outputs of one row of a tile go through activate4 together
+#ifndef NT_KB
+#define NT_KB 0
+#endif
 #ifndef TN_R
 #define TN_R 6
 #endif
@@ -139,6 +145,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define MAD(a, b, c) ((a) * (b) + (c))
 #endif
 #define TN_COLS (TN_V * VW)
+#if NT_KB % VW
+#error "NT_KB must be a multiple of VW"
+#endif
 
 // (sum of a's lanes, b's, c's, d's): halves of the four vectors are added pairwise, so that
 // every addition works on full vectors.
@@ -180,13 +189,16 @@ inline float4 activate4(float4 z, int act)
 // accumulators, each step loading one vector from each of the NT_I + NT_J rows; the lanes
 // are summed at the end (sum_lanes4). Dimension 0 runs over the row blocks of A, so that
 // neighbouring work-items share the rows of B (the weights, the larger operand). Rows past
-// the edge are clamped for loading and never stored.
+// the edge are clamped for loading and never stored. With NT_KB, every work-item of the
+// work-group (which may span both dimensions) reaches the barriers, tiles past the edge too.
 kernel void gemm_nt(global const float *a, global const float *b, global float *c,
                     int ni, int nj, int nk, global const float *bias, int act)
 {
     int i0 = get_global_id(0) * NT_I, j0 = get_global_id(1) * NT_J;
+#if NT_KB == 0
     if (i0 >= ni || j0 >= nj)
         return;
+#endif
     global const float *ar[NT_I], *br[NT_J];
     #pragma unroll
     for (int i = 0; i < NT_I; ++i)
@@ -200,34 +212,43 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         #pragma unroll
         for (int j = 0; j < NT_J; ++j)
             acc[i][j] = (floatv)(0.0f);
-    int k = 0;
-    for (; k + VW <= nk; k += VW) {
-        floatv av[NT_I], bv[NT_J];
-        #pragma unroll
-        for (int i = 0; i < NT_I; ++i)
-            av[i] = LOADV(ar[i] + k);
-        #pragma unroll
-        for (int j = 0; j < NT_J; ++j)
-            bv[j] = LOADV(br[j] + k);
-        #pragma unroll
-        for (int i = 0; i < NT_I; ++i)
+    int kv = nk - nk % VW;  // the whole vectors of k
+#if NT_KB
+    for (int kb = 0; kb < kv; kb += NT_KB) {
+        int kend = min(kb + NT_KB, kv);
+        barrier(CLK_LOCAL_MEM_FENCE);  // the whole work-group has finished the previous block
+#else
+    {  // one block: all of k
+        int kb = 0, kend = kv;
+#endif
+        for (int k = kb; k < kend; k += VW) {
+            floatv av[NT_I], bv[NT_J];
+            #pragma unroll
+            for (int i = 0; i < NT_I; ++i)
+                av[i] = LOADV(ar[i] + k);
             #pragma unroll
             for (int j = 0; j < NT_J; ++j)
-                acc[i][j] = MAD(av[i], bv[j], acc[i][j]);
+                bv[j] = LOADV(br[j] + k);
+            #pragma unroll
+            for (int i = 0; i < NT_I; ++i)
+                #pragma unroll
+                for (int j = 0; j < NT_J; ++j)
+                    acc[i][j] = MAD(av[i], bv[j], acc[i][j]);
+        }
     }
     float4 sum[NT_I];
     #pragma unroll
     for (int i = 0; i < NT_I; ++i)
         sum[i] = sum_lanes4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-    for (; k < nk; ++k)  // the last nk % VW steps
+    for (int k = kv; k < nk; ++k)  // the last nk % VW steps
         #pragma unroll
         for (int i = 0; i < NT_I; ++i)
             sum[i] += ar[i][k] * (float4)(br[0][k], br[1][k], br[2][k], br[3][k]);
-    float4 add = (float4)(bias[j0], bias[min(j0 + 1, nj - 1)], bias[min(j0 + 2, nj - 1)],
-                          bias[min(j0 + 3, nj - 1)]);
+    float4 add = (float4)(bias[min(j0, nj - 1)], bias[min(j0 + 1, nj - 1)],
+                          bias[min(j0 + 2, nj - 1)], bias[min(j0 + 3, nj - 1)]);
     #pragma unroll
     for (int i = 0; i < NT_I; ++i) {
-        if (i0 + i >= ni)
+        if (i0 + i >= ni || j0 >= nj)
             break;
         float4 out = activate4(sum[i] + add, act);
         global float *cr = c + (size_t)(i0 + i) * nj + j0;

@@ -140,7 +140,9 @@ def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
     """Whatever the tuner picks is correct: each candidate of each product, on odd sizes,
     sizes above the work-group limit and batch 1, the other products at their defaults."""
     big = rt.max_work_group_size + 3
-    for batch, n_in, n_out in [(1, 13, 7), (7, 33, 17), (2, big, 3), (17, 6, big), (33, 37, 21)]:
+    # 2600 inputs: whole k-blocks of gemm_nt's NT_KB, a partial one and a partial vector
+    for batch, n_in, n_out in [(1, 13, 7), (7, 33, 17), (2, big, 3), (17, 6, big), (33, 37, 21),
+                               (3, 2600, 5)]:
         layer = nnlib.Dense(n_in, n_out, "tanh", seed=3, runtime=rt)
         layer.kernels = DenseKernels(rt, params={product: params})
         x = rng.uniform(-1, 1, (batch, n_in)).astype(np.float32)
@@ -172,6 +174,9 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
                 assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
             if product != "forward":
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
+    wide_forward = candidates(rt, "forward", "wide")
+    assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
+    assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"

@@ -11,7 +11,8 @@ import numpy as np
 from .. import tuning
 from ..sizes import ceil_div
 from . import dense_params
-from .dense_params import PRODUCTS, build_options, candidates, default_params, shape_class
+from .dense_params import (PRODUCTS, build_options, candidates, default_params, shape_class,
+                           work_group)
 
 
 class BlockedDenseKernels:
@@ -50,7 +51,7 @@ class BlockedDenseKernels:
         if key not in self._launchers:
             params = self.params(product, batch, weights)
             launcher = self.runtime.launcher("dense", kernel, build_options(params)).copy()
-            local = (min(params["LOCAL"], launcher.work_group_size), 1)
+            local = work_group(params, launcher.work_group_size)
             self._launchers[key] = (launcher, params, local)
         return self._launchers[key]
 

@@ -23,6 +23,7 @@ TUNE_WIDTH = 512
 WIDE_WEIGHTS = 2048 * 2048
 WIDE_TUNE_WIDTH = 2048
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
+LAUNCH_KEYS = ("LOCAL", "LOCAL_J")  # parameters of the launch, not build options
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
@@ -45,6 +46,9 @@ def _tn_vectors(vw: int) -> int:
 # gemm_tn's k-block copied to local memory (0: none): the input gradient reads W's columns
 # over all n_out rows, the weight gradient x's over the batch.
 K_BLOCK = {"input": 256, "weight": 64}
+# gemm_nt's k-blocks the tuner tries on wide layers, on work-groups of LOCAL / NT_LOCAL_J x
+# NT_LOCAL_J tiles (rows of x by rows of W).
+NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
 def default_params(rt, product: str, shape: str = "b64") -> dict:
@@ -53,15 +57,22 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     task, where 16 work-items of large tiles are plenty. A wide layer's weight gradient on a
     CPU walks its work-groups along the columns first (TN_ORDER 1): consecutive work-groups
     then share their rows of dZ in the cache (5888 x 5888 from 640 rows: 1.7x faster on PoCL
-    3.1, Zen 3)."""
+    3.1, Zen 3). On a CPU a wide layer's forward takes tiles of 6 rows of x (CATCH's heads,
+    640 x 5888 -> 5888: 1.6x faster than 2 rows, PoCL 3.1, Zen 4) and its input gradient
+    tiles of 32 columns with k-blocks of 1024 (1.1x)."""
     vw = vector_width(rt.vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
+    wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
-        return {"NT_I": 2, **common}
+        return {"NT_I": 6 if wide_cpu else 2, **common}
     out = {"TN_R": 6, "TN_V": _tn_vectors(vw), "TN_KB": 0 if rt.is_gpu else K_BLOCK[product],
            **common}
-    if shape == "wide" and product == "weight" and not rt.is_gpu:
+    if wide_cpu and product == "weight":
         out["TN_ORDER"] = 1
+    if wide_cpu and product == "input":
+        out["TN_V"] *= 2
+        if 4 * out["TN_KB"] * out["TN_V"] * vw * 4 <= rt.limits.local_mem_size:  # its panel
+            out["TN_KB"] *= 4
     return out
 
 
@@ -73,8 +84,9 @@ def candidates(rt, product: str, shape: str) -> list:
     default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
     tile at twice the width (half, at the widest); for the gradients, the default without
-    and with another local-memory k-block and with the work-groups in column order; the
-    default with fma() and with a work-group four times larger.
+    and with another local-memory k-block and with the work-groups in column order; for a
+    wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
+    and of W); the default with fma() and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
@@ -93,15 +105,26 @@ def candidates(rt, product: str, shape: str) -> list:
     out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
     out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
     if product != "forward":
-        other = 4 * K_BLOCK[product] if base["TN_KB"] else K_BLOCK[product]
+        other = 4 * K_BLOCK[product] if base["TN_KB"] == K_BLOCK[product] else K_BLOCK[product]
         out += [dict(base, TN_KB=kb, VLOAD=v) for kb in (0, other) for v in (1, 0)]
         out.append(dict(base, TN_ORDER=1))
+    if product == "forward" and shape == "wide":
+        out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
     out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
 def build_options(params: dict) -> tuple:
-    return tuple(f"-D{k}={v}" for k, v in sorted(params.items()) if k != "LOCAL")
+    return tuple(f"-D{k}={v}" for k, v in sorted(params.items()) if k not in LAUNCH_KEYS)
+
+
+def work_group(params: dict, limit: int) -> tuple:
+    """The local size of a launch with ``params`` on a kernel of at most ``limit``
+    work-items per group: LOCAL work-items, LOCAL_J of them along dimension 1 (gemm_nt's
+    rows of W, with its k-blocks: the group then shares rows of both operands)."""
+    size = min(params["LOCAL"], limit)
+    lj = min(params.get("LOCAL_J", 1), size)
+    return (size // lj, lj)
 
 
 def measure(rt, product: str, shape: str, params: dict) -> float:

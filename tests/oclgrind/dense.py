@@ -5,6 +5,7 @@ import numpy as np
 from _limits import oclgrind_runtime
 
 import nnlib
+from nnlib.layers.dense import DenseKernels, default_params
 
 rt, config = oclgrind_runtime()
 rng = np.random.default_rng(0)
@@ -14,6 +15,12 @@ for variant in ("seed", "fast"):
         layer = nnlib.Dense(37, 5, activation=act, variant=variant, seed=1)
         layer.backward(layer.forward(x).get())
 nnlib.Dense(37, 5, "tanh").forward(rng.standard_normal((19, 37)))
+# gemm_nt's k-blocks (two whole ones and a partial vector) on work-groups of 2 x 2 tiles
+forward = default_params(rt, "forward")
+blocked = nnlib.Dense(2 * 2 * forward["VW"] + 3, 7, "tanh", seed=1)
+blocked.kernels = DenseKernels(rt, params={"forward": dict(
+    forward, NT_KB=2 * forward["VW"], LOCAL=4, LOCAL_J=2)})
+blocked.forward(rng.standard_normal((9, blocked.n_in)))
 net = nnlib.Sequential([nnlib.Dense(37, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
                        loss="cross_entropy")
 opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
