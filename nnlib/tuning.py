@@ -9,7 +9,8 @@ in, per device; here: measured on the reader's machine, as tinygrad's BEAM searc
 
 Where results live: ``$XDG_CACHE_HOME/nnlib/tuning/`` (default ``~/.cache/nnlib/tuning/``),
 or ``$NNLIB_TUNING_DIR``; one file per device key (platform name and version, device name,
-driver version and the ``NNLIB_PROFILE`` value).
+driver version and the ``NNLIB_PROFILE`` value). A result holds for the kernel source it was
+measured on: when ``kernels/<topic>.cl`` or a shared header changes, the family searches again.
 
 ``NNLIB_TUNE`` (or :func:`set_mode`) controls it:
   ``1`` (default)  search on first use, then read the cache;
@@ -40,6 +41,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from . import sources
 
 log = logging.getLogger(__name__)
 MODES = ("0", "1", "retune")
@@ -210,6 +213,18 @@ def _short(params: dict) -> str:
 BUDGET_S = 6.0  # seconds of new candidates per family and process (mostly compilation)
 
 
+def source_digest(family: str) -> str | None:
+    """A digest of the kernel source the timings of ``family`` hold for: ``kernels/<topic>.cl``
+    (the family's first word: "dense.forward" -> dense.cl) and the shared headers; None for a
+    family without a kernel file."""
+    try:
+        files = [sources.kernel_path(family.split(".")[0])]
+    except FileNotFoundError:
+        return None
+    files += sorted(sources.kernel_dir().glob("*.h"))
+    return hashlib.sha1(b"".join(path.read_bytes() for path in files)).hexdigest()[:12]
+
+
 def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict) -> dict:
     """The parameters of kernel family ``family`` for problems of ``shape_class`` on ``rt``'s
     device: ``default`` with ``NNLIB_TUNE=0``, else the fastest of ``candidates`` found by
@@ -224,9 +239,11 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
     if memo in _memory:
         return dict(_memory[memo])
     candidates = [dict(c) for c in candidates]
+    digest = source_digest(family)
     entry = None if current == "retune" else stored(rt).get(key)
     known = None
-    if entry is not None:  # the times of an earlier search, if its candidates are today's
+    if entry is not None and entry.get("source") == digest:
+        # the times of an earlier search on today's kernel source, if its candidates are today's
         previous = [p for p, _ in entry.get("candidates", [])]
         if previous == candidates:
             known = [float("inf") if t == "failed" else t for _, t in entry["candidates"]]
@@ -237,7 +254,7 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
         finite = [(p, t) for p, t in results if t is not None and np.isfinite(t)]
         best, best_s = min(finite, key=lambda r: r[1]) if finite else (dict(default), None)
         untried = sum(t is None for _, t in results)
-        entry = {"params": best, "seconds": best_s, "untried": untried,
+        entry = {"params": best, "seconds": best_s, "untried": untried, "source": digest,
                  "candidates": [[p, "failed" if t is not None and not np.isfinite(t) else t]
                                 for p, t in results],
                  "search_s": round(time.perf_counter() - start, 3),

@@ -87,6 +87,24 @@ def test_retune_measures_again(cache):
     assert meter.calls
 
 
+def test_a_changed_kernel_source_searches_again(cache, monkeypatch):
+    """Timings hold for the source they were measured on: an edited kernel file is timed
+    again (conv.cl's loads changed, and its stored timings described the old kernel)."""
+    rt = fake_rt()
+    tuning.tuned(rt, "dense.forward", "b64", CANDIDATES, Meter(), {"rows": 2})
+    assert tuning.stored(rt)["dense.forward/b64"]["source"] == tuning.source_digest("dense")
+    tuning.set_mode("1")
+    meter = Meter()
+    tuning.tuned(rt, "dense.forward", "b64", CANDIDATES, meter, {"rows": 2})
+    assert meter.calls == []  # the same source: read from the cache
+    assert tuning.source_digest("gemm") is None  # no kernels/gemm.cl
+    monkeypatch.setattr(tuning, "source_digest", lambda family: "edited")
+    tuning.set_mode("1")
+    meter = Meter()
+    assert tuning.tuned(rt, "dense.forward", "b64", CANDIDATES, meter, {"rows": 2}) == {"rows": 4}
+    assert sorted(set(meter.calls)) == [2, 4, 8]
+
+
 def test_clear_and_a_changed_candidate_list_search_again(cache):
     rt = fake_rt()
     tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
