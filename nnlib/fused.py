@@ -81,7 +81,7 @@ class FusedMLP:
         rt = self.runtime
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
         options = (f"-DVW={rt.vector_width}", f"-DRULE={RULES[self.rule]}")
-        self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options).copy()
+        self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options)
         self._options = options
         self._split = None  # (partial, apply) launchers, made when a batch is first split
         self.max_local_size = self._launch.work_group_size
@@ -222,8 +222,8 @@ class FusedMLP:
         rt, opt = self.runtime, self.optimizer
         if self._split is None:
             self._split = (
-                rt.launcher("fused_mlp", "fused_mlp_train", self._options + ("-DPARTIAL=1",))
-                .copy(), rt.launcher("fused_mlp", "fused_mlp_apply", self._options).copy())
+                rt.launcher("fused_mlp", "fused_mlp_train", self._options + ("-DPARTIAL=1",)),
+                rt.launcher("fused_mlp", "fused_mlp_apply", self._options))
         partial, apply = self._split
         n = opt.layout.value.shape[0]
         # fused_mlp_apply strides over the parameters: one work-group of the kernel's

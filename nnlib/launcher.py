@@ -1,4 +1,4 @@
-"""Launcher: the one way nnlib starts a kernel; one handle per call site.
+"""Launcher: the one way nnlib starts a kernel; one handle per kernel and build options.
 
 ``rt.launcher(topic, name, options)`` gives the kernel ``name`` of ``kernels/<topic>.cl``
 built with ``options``; calling it enqueues the kernel::
@@ -13,15 +13,13 @@ Arguments go by position in the order of the ``.cl`` signature, or by name
 a number of the wrong numpy type raises :class:`KernelArgumentError` naming the kernel, the
 argument and the file.
 
-pyopencl sets every argument of a kernel on every call, a few microseconds each: a kernel
-with a dozen arguments costs 25-50 µs of host time per launch, while the enqueue itself
-costs 1-2 µs. In a training step the same kernels run with the same buffers (the memory
-pool hands back the same ones) and the same sizes every time, so a launcher keeps its own
-copy of the kernel and compares each argument with the last launch's: buffers by their
-OpenCL handle, numbers by type and value. A buffer from the memory pool keeps its handle
-while the pool holds it; any other buffer is kept alive while it is a kernel argument (a
-freed handle can come back as another buffer's, which would then not be set). Setting and enqueueing happen under the runtime's
-lock, so a launcher shared by two threads never enqueues another call's arguments.
+Setting a number with pyopencl's ``set_arg`` costs about 7 µs: it tries each kind of
+argument in turn (buffer, local memory, sampler...) and fails its way to a number. Told the
+scalar types, pyopencl packs them at once: a launcher declares them from the ``.cl``
+signature (``set_scalar_arg_dtypes``) and then sets every argument on every call, about
+1.5 µs for a dozen, next to 1-2 µs for the enqueue itself. Setting and enqueueing happen
+under the runtime's lock, so a launcher shared by two threads never enqueues another call's
+arguments.
 
 Taught in notebooks/00_devices, notebooks/03_cpu_vs_gpu.
 """
@@ -32,7 +30,6 @@ import os
 
 import numpy as np
 import pyopencl as cl
-import pyopencl.tools  # noqa: F401  (cl.tools.PooledBuffer)
 
 from .sizes import round_up
 
@@ -71,32 +68,22 @@ def check_args(signature, args: tuple) -> None:
 
 
 class Launcher:
-    """Enqueue one kernel, setting only the arguments that differ from its last launch; the
-    global size is padded up to a multiple of the local size. Made by ``rt.launcher`` (one
-    per runtime, kernel and options, shared) or by :meth:`copy` (one per object)."""
+    """Enqueue one kernel with its arguments; the global size is padded up to a multiple of
+    the local size. Made by ``rt.launcher``, one per runtime, kernel and options."""
 
     def __init__(self, runtime, topic: str, name: str, options: tuple = (), folder=None):
         self.runtime, self.name = runtime, name
         program = runtime.program(topic, options, folder)
         try:
-            self.kernel = cl.Kernel(program, name)  # its own, so its own arguments
+            self.kernel = cl.Kernel(program, name)
         except cl.Error:
             raise KeyError(f"{runtime.kernel_file(topic, folder)} has no kernel "
                            f"{name!r}") from None
         self.signature = runtime.signatures(topic, folder).get(name)
         self.check = checking() and self.signature is not None
-        self._last = [None] * self.kernel.num_args
-
-    def copy(self) -> Launcher:
-        """A launcher of the same kernel with its own argument memory, for an object that
-        launches with the same buffers every step (a layer, an optimizer): arguments that
-        other users of the shared launcher change are not set again on every call. Creating
-        a kernel object costs PoCL about 0.5 ms: copy once, in a constructor."""
-        twin = object.__new__(Launcher)
-        twin.__dict__.update(self.__dict__)
-        twin.kernel = cl.Kernel(self.kernel.program, self.name)
-        twin._last = [None] * self.kernel.num_args
-        return twin
+        if self.signature is not None and len(self.signature.args) == self.kernel.num_args:
+            self.kernel.set_scalar_arg_dtypes([a.dtype if a.kind == "scalar" else None
+                                               for a in self.signature.args])
 
     def __repr__(self):
         return f"<Launcher {self.signature or self.name}>"
@@ -135,15 +122,8 @@ class Launcher:
         if 0 in global_size:  # nothing to compute (an empty array)
             return cl.enqueue_marker(self.runtime.queue, wait_for=wait_for)
         if local_size is not None:
-            global_size = tuple(round_up(g, n) for g, n in zip(global_size, local_size))
-        last = self._last
+            global_size = tuple(map(round_up, global_size, local_size))
         with self.runtime.lock:
-            for i, arg in enumerate(args):
-                key = (arg.int_ptr if isinstance(arg, cl.tools.PooledBuffer)
-                       else (arg.int_ptr, arg) if isinstance(arg, cl.MemoryObjectHolder)
-                       else (arg.__class__, arg))
-                if key != last[i]:
-                    self.kernel.set_arg(i, arg)
-                    last[i] = key
+            self.kernel.set_args(*args)
             return cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, global_size,
                                               local_size, wait_for=wait_for)

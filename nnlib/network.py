@@ -10,6 +10,7 @@ import inspect
 import numpy as np
 import pyopencl.array as cla
 
+from .batches import DeviceBatches
 from .codes import LOSSES
 from .checkpoint import (CheckpointError, check_dict, check_int, check_name, load_model,
                          save_checkpoint)
@@ -149,8 +150,10 @@ class Sequential:
         fused.backward(self.loss_function.output_gradient(
             out, target, getattr(self.layers[-1], "activation", "none")))
         optimizer.step()
-        return DeviceLoss(rows if loss_buf is None else rows[offset:offset + out.shape[0]],
-                          self.loss_function.divisor(out))
+        divisor = self.loss_function.divisor(out)
+        if loss_buf is None:
+            return DeviceLoss(rows, divisor)
+        return DeviceLoss(rows, divisor, offset, out.shape[0])
 
     def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,
             validation_data=None, progress: bool = True) -> dict:
@@ -172,13 +175,14 @@ class Sequential:
         history = {"loss": [], "val_loss": []}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
         rows = self.runtime.empty((n,))
+        data = DeviceBatches(self.runtime, x, self._targets(y, n))  # batches gathered there
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
             skipped_before = optimizer.skipped_steps
-            order = rng.permutation(n)
+            data.shuffle(rng.permutation(n))
             for start in range(0, n, batch_size):
-                idx = order[start:start + batch_size]
-                self.train_step(x[idx], y[idx], optimizer, rows, start)
+                self.train_step(*data.batch(start, min(batch_size, n - start)), optimizer,
+                                rows, start)
             history["loss"].append(float(rows.get().astype(np.float64).sum() / (n * per_sample)))
             skipped = optimizer.skipped_steps - skipped_before
             if skipped:

@@ -148,16 +148,11 @@ class Optimizer:
         # their work-group size (None: the driver's choice)
         self._local = (min(local, rt.max_work_group_size),) if local else None
         self._options = kernel_options(self.kernel_params)
-        self._skip_begin = rt.launcher("optim", "skip_begin", self._options).copy()
-        self._launchers: dict = {}
+        self._skip_begin = rt.launcher("optim", "skip_begin", self._options)
 
-    def _launcher(self, name: str, t: Tensors) -> Launcher:
-        """The launcher of kernel ``name`` for the tensors ``t`` (one per target, so that
-        each keeps its arguments from step to step)."""
-        key = (name, t.key)
-        if key not in self._launchers:
-            self._launchers[key] = self.runtime.launcher("optim", name, self._options).copy()
-        return self._launchers[key]
+    def _launcher(self, name: str) -> Launcher:
+        """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options."""
+        return self.runtime.launcher("optim", name, self._options)
 
     def _items(self, n: int) -> tuple:
         """The global size of an elementwise kernel over ``n`` elements."""
@@ -198,7 +193,7 @@ class Optimizer:
         self._skip_begin((1,), None, self._skip.data)
         targets = self._update_targets()
         for t in targets:
-            self._launcher("check_finite", t)(self._items(t.size), self._local, t.grad.data,
+            self._launcher("check_finite")(self._items(t.size), self._local, t.grad.data,
                                               np.int32(t.size), self._skip.data)
         self.steps += 1
         self.events = [self._update(t) for t in targets]
@@ -324,7 +319,7 @@ class SGD(Optimizer):
     def _update(self, t):
         (v,) = t.state
         v = t.grad if v is None else v  # not touched without momentum
-        return self._launcher("sgd_update", t)(
+        return self._launcher("sgd_update")(
             self._items(t.size), self._local, t.value.data, t.grad.data, v.data,
             self._skip.data, np.int32(t.size),
             np.float32(self.lr), np.float32(self.momentum), np.int32(self.nesterov),
@@ -357,7 +352,7 @@ class Adam(Optimizer):
 
     def _adam_launch(self, t, weight_decay: float, decoupled: bool):
         m, v = t.state
-        return self._launcher("adam_update", t)(
+        return self._launcher("adam_update")(
             self._items(t.size), self._local, t.value.data, t.grad.data, m.data, v.data,
             self._skip.data, np.int32(t.size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
@@ -432,7 +427,7 @@ class AdamMini(Adam):
         if size == 1:
             return self._adam_launch(t, wd, decoupled=True)
         m, v = t.state
-        return self._launcher("adam_mini_update", t)(
+        return self._launcher("adam_mini_update")(
             (count * self.group_size,), (self.group_size,), t.value.data,
             t.grad.data, m.data, v.data, self._skip.data, np.int32(size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
@@ -463,7 +458,7 @@ class Adan(Optimizer):
     def _update(self, t):
         m, d, nu, g_prev = t.state
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
-        return self._launcher("adan_update", t)(
+        return self._launcher("adan_update")(
             self._items(t.size), self._local, t.value.data, t.grad.data, m.data, d.data,
             nu.data, g_prev.data, self._skip.data, np.int32(t.size), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),

@@ -257,13 +257,15 @@ assert costs and all(r["us"] > 0 for r in costs)
 # %% [markdown]
 # Five lessons for a training step:
 # * never wait for the device inside it: `train_step` returns a loss that is read only when
-#   asked, and `to_device` copies without blocking (a blocking copy runs after every kernel
-#   queued before it, so it waits for them all);
-# * Python costs more than the enqueue: pyopencl sets every argument of a kernel on every
-#   call, so nnlib's layers launch through a `Launcher` (`nnlib/launcher.py`) that sets only
-#   the arguments that changed since the last step (layers drop their last pass's arrays
-#   before allocating, so the memory pool hands back the same buffers and only Adam's two
-#   step sizes change), and `Runtime.empty` uses pyopencl's fast array constructor (the
+#   asked, and `to_device` copies host data into a new buffer as it makes it, outside the
+#   queue (a copy through the queue runs after every kernel queued before it, and pyopencl
+#   waits for it when its event is dropped, so the host would wait for them all); `fit`
+#   uploads the training set once and gathers each shuffled batch on the device
+#   (`nnlib/batches.py`);
+# * Python costs more than the enqueue: pyopencl's `set_arg` fails its way through the kinds
+#   of argument before it takes a number (about 7 µs each), so nnlib's `Launcher`
+#   (`nnlib/launcher.py`) declares the numbers' types from the `.cl` signature and pyopencl
+#   packs them at once; `Runtime.empty` uses pyopencl's fast array constructor (the
 #   checked one costs about as much as a launch);
 # * fewer launches: the backward pass multiplies by the previous layer's activation
 #   derivative inside the input-gradient kernel, computes the bias gradient inside the

@@ -3,8 +3,8 @@
     .venv/bin/python -m nnlib.bench.launch [--count 200] [--repeat 7] [--pocl-threads 2]
 
 Microseconds (medians) per: enqueue of a tiny kernel (arguments set beforehand, as
-pyopencl's call does them, through nnlib's ``Launcher`` with new arguments each time, and
-through a ``Launcher`` with the same ones, which it does not set again); enqueue followed by
+pyopencl's call does them, and through nnlib's ``Launcher``, which declares the numbers'
+types and sets every argument, with new arguments each time and with the same ones); enqueue followed by
 ``queue.finish()`` (a synchronous round trip); blocking copies host -> device and device ->
 host of 64 bytes to 16 MiB; and the device time of the tiny kernel from profiling events.
 Writes build/bench/launch.json.
@@ -40,7 +40,7 @@ def main(argv=None):
     n = 256
     a = rt.zeros((n,))
     out, other = rt.empty((n,)), rt.empty((n,))
-    launcher = rt.launcher("vector", "vector_add").copy()
+    launcher = rt.launcher("vector", "vector_add")
     kernel = cl.Kernel(launcher.kernel.program, "vector_add")  # pyopencl's own handle
     count = args.count
 

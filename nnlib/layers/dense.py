@@ -55,9 +55,9 @@ class Dense(Layer):
                               runtime=self.runtime)
         self.kernels = DenseKernels(self.runtime, variant)
         rt = self.runtime
-        self._act_backward = rt.launcher("activation", "activation_backward").copy()
-        self._softmax = rt.launcher("activation", "softmax_rows").copy()
-        self._softmax_backward = rt.launcher("activation", "softmax_backward_rows").copy()
+        self._act_backward = rt.launcher("activation", "activation_backward")
+        self._softmax = rt.launcher("activation", "softmax_rows")
+        self._softmax_backward = rt.launcher("activation", "softmax_backward_rows")
 
     @property
     def variant(self) -> str:

@@ -50,7 +50,7 @@ class BlockedDenseKernels:
         key = (kernel, shape_class(product, batch, weights))
         if key not in self._launchers:
             params = self.params(product, batch, weights)
-            launcher = self.runtime.launcher("dense", kernel, build_options(params)).copy()
+            launcher = self.runtime.launcher("dense", kernel, build_options(params))
             local = work_group(params, launcher.work_group_size)
             self._launchers[key] = (launcher, params, local)
         return self._launchers[key]

@@ -1,0 +1,65 @@
+"""A training set kept on the device, served in shuffled mini-batches gathered there
+(kernels/batches.cl): what ``Sequential.fit`` trains from.
+
+Copying each mini-batch from the host costs more than the kernels of a small network's
+step: gathering the rows on the host, checking them and making a buffer (about 50 µs for
+64 x 240 floats), while one gather launch costs a few. The data go to the device once per
+``fit`` and the shuffled order once per epoch.
+
+Taught in notebooks/03_cpu_vs_gpu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def gather_rows(data: np.ndarray, order: np.ndarray, first: int, rows: int) -> np.ndarray:
+    """The numpy reference of the gather kernel: rows ``order[first:first + rows]`` of
+    ``data`` (n, cols)."""
+    return data[order[first:first + rows]]
+
+
+class DeviceBatches:
+    """``inputs`` (n, n_in) and ``targets`` (n, n_out), device arrays or host arrays of
+    finite numbers (copied once), served as mini-batches of rows in the order of
+    :meth:`shuffle`."""
+
+    def __init__(self, runtime, inputs, targets):
+        self.runtime = runtime
+        self.inputs = runtime.to_device(inputs, "fit inputs", shape=(None, None), wait=True)
+        self.targets = runtime.to_device(targets, "fit targets",
+                                         shape=(self.inputs.shape[0], None), wait=True)
+        self.order = None
+        self._batches: dict = {}  # rows -> (inputs, targets) arrays, reused
+        self._gather = runtime.launcher("batches", "gather_rows")
+
+    def __len__(self):
+        return self.inputs.shape[0]
+
+    def shuffle(self, order) -> None:
+        """Serve the rows in ``order`` (a permutation of range(n), or any row indices)."""
+        order = np.asarray(order)
+        if order.ndim != 1 or not np.issubdtype(order.dtype, np.integer) or \
+                len(order) and (order.min() < 0 or order.max() >= len(self)):
+            raise ValueError(f"shuffle: order must be row indices in [0, {len(self)})")
+        self.order = self.runtime.to_device(order, "order", dtype=np.int32)
+
+    def batch(self, first: int, rows: int) -> tuple:
+        """(inputs, targets) of the rows ``order[first:first + rows]``, enqueued into the
+        same two arrays as the last batch of as many rows (the queue runs in order, so they
+        are overwritten only after the kernels already queued have read them)."""
+        if self.order is None:
+            raise RuntimeError("batch: call shuffle(order) first")
+        if not (0 <= first and 1 <= rows and first + rows <= self.order.shape[0]):
+            raise ValueError(f"batch: rows {first}..{first + rows} outside the order of "
+                             f"{self.order.shape[0]}")
+        if rows not in self._batches:
+            self._batches[rows] = tuple(self.runtime.empty((rows, data.shape[1]))
+                                        for data in (self.inputs, self.targets))
+        out = self._batches[rows]
+        for data, batch in zip((self.inputs, self.targets), out):
+            cols = data.shape[1]
+            self._gather((cols, rows), None, data.data, self.order.data, np.int32(first),
+                   np.int32(rows), np.int32(cols), batch.data)
+        return out
