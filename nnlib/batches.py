@@ -61,5 +61,5 @@ class DeviceBatches:
         for data, batch in zip((self.inputs, self.targets), out):
             cols = data.shape[1]
             self._gather((cols, rows), None, data.data, self.order.data, np.int32(first),
-                   np.int32(rows), np.int32(cols), batch.data)
+                         np.int32(rows), np.int32(cols), batch.data)
         return out

@@ -4,9 +4,10 @@
 
 Microseconds (medians) per: enqueue of a tiny kernel (arguments set beforehand, as
 pyopencl's call does them, and through nnlib's ``Launcher``, which declares the numbers'
-types and sets every argument, with new arguments each time and with the same ones); enqueue followed by
-``queue.finish()`` (a synchronous round trip); blocking copies host -> device and device ->
-host of 64 bytes to 16 MiB; and the device time of the tiny kernel from profiling events.
+types and sets every argument, with new arguments each time and with the same ones);
+enqueue followed by ``queue.finish()`` (a synchronous round trip); blocking copies host ->
+device and device -> host of 64 bytes to 16 MiB; and the device time of the tiny kernel from
+profiling events.
 Writes build/bench/launch.json.
 
 Used in notebooks/03_cpu_vs_gpu.
