@@ -14,6 +14,19 @@ inline float activate(float z, int act)
     }
 }
 
+// act(z) on four values at once, as activate(): on CPU devices the vector forms of tanh and
+// exp cost about as much as one scalar call.
+inline float4 activate4(float4 z, int act)
+{
+    switch (act) {
+    case ACT_TANH: return tanh(z);
+    case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
+    case ACT_RELU: return select((float4)(0.0f), z, z > 0.0f);
+    case ACT_LEAKY_RELU: return select(LEAKY_SLOPE * z, z, z > 0.0f);
+    default: return z;
+    }
+}
+
 // d act / d z written with the output y = act(z), as the article's design does.
 inline float activate_grad(float y, int act)
 {

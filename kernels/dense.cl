@@ -115,23 +115,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define FMA 0
 #endif
 #include "floatv.h"
-#if VW == 16
-#define LOAD_BY_HAND(p) ((float16)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], \
-    (p)[7], (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
-#define STORE_BY_HAND(x, p) do { STORE8_((x).lo, p); STORE8_((x).hi, (p) + 8); } while (0)
-#elif VW == 8
-#define LOAD_BY_HAND(p) \
-    ((float8)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
-#define STORE_BY_HAND(x, p) STORE8_(x, p)
-#elif VW == 4
-#define LOAD_BY_HAND(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
-#define STORE_BY_HAND(x, p) STORE4_(x, p)
-#else
+#if VW < 4
 #error "VW must be 4, 8 or 16"
 #endif
-#define STORE4_(x, p) do { (p)[0] = (x).s0; (p)[1] = (x).s1; (p)[2] = (x).s2; \
-    (p)[3] = (x).s3; } while (0)
-#define STORE8_(x, p) do { STORE4_((x).lo, p); STORE4_((x).hi, (p) + 4); } while (0)
 #if VLOAD
 #define LOADV(p) vloadv(0, p)
 #define STOREV(x, p) vstorev(x, 0, p)
@@ -148,41 +134,6 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #if NT_KB % VW
 #error "NT_KB must be a multiple of VW"
 #endif
-
-// (sum of a's lanes, b's, c's, d's): halves of the four vectors are added pairwise, so that
-// every addition works on full vectors.
-inline float4 sum_lanes4(floatv a, floatv b, floatv c, floatv d)
-{
-#if VW == 16
-    float16 ab = (float16)(a.lo, b.lo) + (float16)(a.hi, b.hi);  // 8 partial sums each
-    float16 cd = (float16)(c.lo, d.lo) + (float16)(c.hi, d.hi);
-    float16 q = (float16)(ab.s0123, ab.s89ab, cd.s0123, cd.s89ab)
-              + (float16)(ab.s4567, ab.scdef, cd.s4567, cd.scdef);  // 4 each
-    float8 h = q.even + q.odd;  // 2 each
-#elif VW == 8
-    float8 ab = (float8)(a.lo, b.lo) + (float8)(a.hi, b.hi);  // 4 each
-    float8 cd = (float8)(c.lo, d.lo) + (float8)(c.hi, d.hi);
-    float8 h = (float8)(ab.s01, ab.s45, cd.s01, cd.s45)
-             + (float8)(ab.s23, ab.s67, cd.s23, cd.s67);  // 2 each
-#else
-    float8 h = (float8)((float4)(a.lo, b.lo) + (float4)(a.hi, b.hi),
-                        (float4)(c.lo, d.lo) + (float4)(c.hi, d.hi));  // 2 each
-#endif
-    return h.even + h.odd;
-}
-
-// act(z) on four values at once, as activate() in activation.cl: on CPU devices the vector
-// forms of tanh and exp cost about as much as one scalar call.
-inline float4 activate4(float4 z, int act)
-{
-    switch (act) {
-    case ACT_TANH: return tanh(z);
-    case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
-    case ACT_RELU: return select((float4)(0.0f), z, z > 0.0f);
-    case ACT_LEAKY_RELU: return select(LEAKY_SLOPE * z, z, z > 0.0f);
-    default: return z;
-    }
-}
 
 // C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major.
 // One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector

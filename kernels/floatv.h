@@ -1,6 +1,9 @@
 // floatv: VW floats as one OpenCL vector (VW 1, 2, 4, 8 or 16, a build option nnlib derives
 // from the device's preferred width by nnlib.sizes.vector_width), with vloadv/vstorev its
-// vloadN/vstoreN. Included (`#include "floatv.h"`) after the file has settled VW.
+// vloadN/vstoreN, and LOAD_BY_HAND(p) / STORE_BY_HAND(x, p) the same VW floats at p (global,
+// local or private) one at a time: PoCL 3.0 calls vloadN/vstoreN rather than inlining them,
+// and the compiler turns the loads by hand into one vector access. Included
+// (`#include "floatv.h"`) after the file has settled VW. sum_lanes4 sums four vectors' lanes.
 #ifndef FLOATV_H
 #define FLOATV_H
 #ifndef VW
@@ -9,11 +12,59 @@
 typedef float floatv;
 #define vloadv(i, p) ((p)[i])
 #define vstorev(x, i, p) ((p)[i] = (x))
+#define LOAD_BY_HAND(p) (*(p))
+#define STORE_BY_HAND(x, p) (*(p) = (x))
 #else
 #define FLOATV_CAT_(a, b) a##b
 #define FLOATV_CAT(a, b) FLOATV_CAT_(a, b)
 typedef FLOATV_CAT(float, VW) floatv;
 #define vloadv FLOATV_CAT(vload, VW)
 #define vstorev FLOATV_CAT(vstore, VW)
+#define STORE2_(x, p) do { (p)[0] = (x).s0; (p)[1] = (x).s1; } while (0)
+#define STORE4_(x, p) do { STORE2_((x).lo, p); STORE2_((x).hi, (p) + 2); } while (0)
+#define STORE8_(x, p) do { STORE4_((x).lo, p); STORE4_((x).hi, (p) + 4); } while (0)
+#if VW == 16
+#define LOAD_BY_HAND(p) ((float16)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], \
+    (p)[7], (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
+#define STORE_BY_HAND(x, p) do { STORE8_((x).lo, p); STORE8_((x).hi, (p) + 8); } while (0)
+#elif VW == 8
+#define LOAD_BY_HAND(p) \
+    ((float8)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#define STORE_BY_HAND(x, p) STORE8_(x, p)
+#elif VW == 4
+#define LOAD_BY_HAND(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define STORE_BY_HAND(x, p) STORE4_(x, p)
+#else
+#define LOAD_BY_HAND(p) ((float2)((p)[0], (p)[1]))
+#define STORE_BY_HAND(x, p) STORE2_(x, p)
 #endif
+#endif
+
+// (sum of a's lanes, b's, c's, d's): halves of the four vectors are added pairwise, so that
+// every addition works on full vectors.
+inline float4 sum_lanes4(floatv a, floatv b, floatv c, floatv d)
+{
+#if VW == 1
+    return (float4)(a, b, c, d);
+#elif VW == 2
+    return (float4)(a.s0, b.s0, c.s0, d.s0) + (float4)(a.s1, b.s1, c.s1, d.s1);
+#else
+#if VW == 16
+    float16 ab = (float16)(a.lo, b.lo) + (float16)(a.hi, b.hi);  // 8 partial sums each
+    float16 cd = (float16)(c.lo, d.lo) + (float16)(c.hi, d.hi);
+    float16 q = (float16)(ab.s0123, ab.s89ab, cd.s0123, cd.s89ab)
+              + (float16)(ab.s4567, ab.scdef, cd.s4567, cd.scdef);  // 4 each
+    float8 h = q.even + q.odd;  // 2 each
+#elif VW == 8
+    float8 ab = (float8)(a.lo, b.lo) + (float8)(a.hi, b.hi);  // 4 each
+    float8 cd = (float8)(c.lo, d.lo) + (float8)(c.hi, d.hi);
+    float8 h = (float8)(ab.s01, ab.s45, cd.s01, cd.s45)
+             + (float8)(ab.s23, ab.s67, cd.s23, cd.s67);  // 2 each
+#else
+    float8 h = (float8)((float4)(a.lo, b.lo) + (float4)(a.hi, b.hi),
+                        (float4)(c.lo, d.lo) + (float4)(c.hi, d.hi));  // 2 each
+#endif
+    return h.even + h.odd;
+#endif
+}
 #endif

@@ -9,10 +9,14 @@
 //
 // Compile-time options (from nnlib/fused.py): RULE (0 SGD without momentum, 1 SGD with
 // momentum, 2 Adam/AdamW) and VW (the device's preferred float vector width, floatv.h). The
-// matrix products are register-blocked like dense.cl's gemm_nt: each work-item computes a
-// tile of outputs x samples in independent vector accumulators, written as plain arithmetic
-// (`acc += w * a`) that the compiler turns into SIMD instructions (PyPI PoCL calls, rather
-// than inlines, builtins such as fma and min).
+// matrix products are register-blocked like dense.cl's: each work-item computes a tile of
+// outputs x samples in independent vector accumulators, written as plain arithmetic
+// (`acc += w * a`) that the compiler turns into SIMD instructions. Three things decide the
+// speed on PoCL 3.0 (PyPI's build), which calls rather than inlines builtins such as vloadN,
+// fma and min, and gives a scalar tanh the cost of a vector one: vectors loaded by hand
+// (floatv.h's LOAD_BY_HAND), activations four outputs at a time (activate4), and every loop
+// over a tile unrolled so that its accumulators stay in registers (the batch-64 classifier
+// step: 837 -> 234 us on one Zen 4 core, nnlib.bench.seed_experiment).
 // requires: activation.cl
 
 #ifndef VW
@@ -44,64 +48,58 @@ typedef struct {
 } Hyper;
 
 #include "floatv.h"
-#define RB 4  // forward tile: weight rows ...
-#define SB 2  // ... times samples (RB * SB vector accumulators)
-#define BT 8  // backward tile: samples (input gradient) or weight rows (weight gradient)
+#define RB 4  // forward tile: weight rows (sum_lanes4 and activate4 take four) ...
+#define SB 3  // ... times samples (RB * SB vector accumulators)
+#define BT 8  // input gradient tile: samples (x one vector of columns)
+#define WB 6  // weight gradient tile: weight rows (x two vectors of columns)
 
-inline float sum_lanes(floatv v)
-{
-#if VW == 1
-    return v;
-#elif VW == 2
-    return v.x + v.y;
-#elif VW == 4
-    return (v.x + v.y) + (v.z + v.w);
-#else
-#if VW == 16
-    float8 h = v.lo + v.hi;
-#else
-    float8 h = v;
-#endif
-    float4 q = h.lo + h.hi;
-    return (q.x + q.y) + (q.z + q.w);
-#endif
-}
 // LAST(i, n): i, or n - 1 past the end (plain arithmetic: PyPI PoCL calls builtins like min)
 #define LAST(i, n) ((i) < (n) ? (i) : (n) - 1)
-#define load1(o, p) ((p)[o])
-#define store1(x, o, p) ((p)[o] = (x))
+#define load1(p) (*(p))
+#define store1(x, p) (*(p) = (x))
 
-// DOT_TILE(name, S): z[i][s] = sum_j w[i n + j] a[s n + j] for RB weight rows from w and S
-// samples from a: one vector of partial sums per (row, sample), every loaded vector used by
-// the whole tile, the tail of a row (n not a multiple of VW) added one by one. Rows past
-// `rows` repeat the last one (computed, never stored), so that every loop has constant bounds
-// and the accumulators stay in registers.
+// DOT_TILE(name, S): z[s] = (sum_j w[i n + j] a[s n + j] for the RB weight rows i from w)
+// for S samples from a: one vector of partial sums per (row, sample), every loaded vector used
+// by the whole tile; the lanes summed four rows at a time (sum_lanes4), the tail of a row (n
+// not a multiple of VW) added one by one. Rows past `rows` repeat the last one (computed,
+// never stored), so that every loop has constant bounds and the accumulators stay in
+// registers.
 #define DOT_TILE(name, S)                                                                \
 inline void name(global const float *w, int n, local const float *a, int rows,           \
-                 float z[RB][SB])                                                        \
+                 float4 z[SB])                                                           \
 {                                                                                        \
-    floatv acc[RB][S];                                                                   \
+    global const float *wr[RB];                                                          \
+    _Pragma("unroll")                                                                    \
     for (int i = 0; i < RB; ++i)                                                         \
+        wr[i] = w + LAST(i, rows) * n;                                                   \
+    floatv acc[RB][S];                                                                   \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < RB; ++i)                                                         \
+        _Pragma("unroll")                                                                \
         for (int s = 0; s < S; ++s)                                                      \
             acc[i][s] = (floatv)(0.0f);                                                  \
     int j = 0;                                                                           \
     for (; j + VW <= n; j += VW) {                                                       \
-        floatv av[S];                                                                    \
+        floatv av[S], wv[RB];                                                            \
+        _Pragma("unroll")                                                                \
         for (int s = 0; s < S; ++s)                                                      \
-            av[s] = vloadv(0, a + s * n + j);                                            \
-        for (int i = 0; i < RB; ++i) {                                                   \
-            floatv wv = vloadv(0, w + LAST(i, rows) * n + j);                         \
+            av[s] = LOAD_BY_HAND(a + s * n + j);                                         \
+        _Pragma("unroll")                                                                \
+        for (int i = 0; i < RB; ++i)                                                     \
+            wv[i] = LOAD_BY_HAND(wr[i] + j);                                             \
+        _Pragma("unroll")                                                                \
+        for (int i = 0; i < RB; ++i)                                                     \
+            _Pragma("unroll")                                                            \
             for (int s = 0; s < S; ++s)                                                  \
-                acc[i][s] += wv * av[s];                                                 \
-        }                                                                                \
+                acc[i][s] += wv[i] * av[s];                                              \
     }                                                                                    \
-    for (int i = 0; i < RB; ++i)                                                         \
-        for (int s = 0; s < S; ++s) {                                                    \
-            float sum = sum_lanes(acc[i][s]);                                            \
-            for (int jj = j; jj < n; ++jj)                                               \
-                sum += w[LAST(i, rows) * n + jj] * a[s * n + jj];                     \
-            z[i][s] = sum;                                                               \
-        }                                                                                \
+    _Pragma("unroll")                                                                    \
+    for (int s = 0; s < S; ++s) {                                                        \
+        float4 sum = sum_lanes4(acc[0][s], acc[1][s], acc[2][s], acc[3][s]);             \
+        for (int jj = j; jj < n; ++jj)                                                   \
+            sum += (float4)(wr[0][jj], wr[1][jj], wr[2][jj], wr[3][jj]) * a[s * n + jj]; \
+        z[s] = sum;                                                                      \
+    }                                                                                    \
 }
 DOT_TILE(dot_tile, SB)
 DOT_TILE(dot_tile1, 1)
@@ -117,7 +115,7 @@ DOT_TILE(dot_tile1, 1)
 inline void name(global float *restrict p, global float *restrict s1,                    \
                  global float *restrict s2, int k, T g, const Hyper *h)                  \
 {                                                                                        \
-    store(g, 0, p + k);                                                                  \
+    store(g, p + k);                                                                     \
 }
 #elif RULE == RULE_ADAM
 #define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
@@ -125,87 +123,127 @@ inline void name(global float *restrict p, global float *restrict s1,           
 inline void name(global float *restrict p, global float *restrict s1,                    \
                  global float *restrict s2, int k, T g, const Hyper *h)                  \
 {                                                                                        \
-    T w = load(0, p + k);                                                                \
+    T w = load(p + k);                                                                   \
     if (h->decoupled)                                                                    \
         w *= 1.0f - h->lr * h->weight_decay;                                             \
     else                                                                                 \
         g += h->weight_decay * w;                                                        \
-    T m = h->beta1 * load(0, s1 + k) + (1.0f - h->beta1) * g;                            \
-    T v = h->beta2 * load(0, s2 + k) + (1.0f - h->beta2) * g * g;                        \
-    store(m, 0, s1 + k);                                                                 \
-    store(v, 0, s2 + k);                                                                 \
-    store(w - h->step_size * RATIO(m, sqrt(v) / h->sqrt_bc2 + h->eps), 0, p + k);        \
+    T m = h->beta1 * load(s1 + k) + (1.0f - h->beta1) * g;                               \
+    T v = h->beta2 * load(s2 + k) + (1.0f - h->beta2) * g * g;                           \
+    store(m, s1 + k);                                                                    \
+    store(v, s2 + k);                                                                    \
+    store(w - h->step_size * RATIO(m, sqrt(v) / h->sqrt_bc2 + h->eps), p + k);           \
 }
 #elif RULE == RULE_MOMENTUM
 #define UPDATE(name, T, load, store)                                                     \
 inline void name(global float *restrict p, global float *restrict s1,                    \
                  global float *restrict s2, int k, T g, const Hyper *h)                  \
 {                                                                                        \
-    T w = load(0, p + k);                                                                \
+    T w = load(p + k);                                                                   \
     g += h->weight_decay * w;                                                            \
-    T v = h->momentum * load(0, s1 + k) + g;                                             \
-    store(v, 0, s1 + k);                                                                 \
-    store(w - h->lr * (h->nesterov ? g + h->momentum * v : v), 0, p + k);                \
+    T v = h->momentum * load(s1 + k) + g;                                                \
+    store(v, s1 + k);                                                                    \
+    store(w - h->lr * (h->nesterov ? g + h->momentum * v : v), p + k);                   \
 }
 #else
 #define UPDATE(name, T, load, store)                                                     \
 inline void name(global float *restrict p, global float *restrict s1,                    \
                  global float *restrict s2, int k, T g, const Hyper *h)                  \
 {                                                                                        \
-    T w = load(0, p + k);                                                                \
-    store(w - h->lr * (g + h->weight_decay * w), 0, p + k);                              \
+    T w = load(p + k);                                                                   \
+    store(w - h->lr * (g + h->weight_decay * w), p + k);                                 \
 }
 #endif
 UPDATE(update1, float, load1, store1)
-UPDATE(updatev, floatv, vloadv, vstorev)
+UPDATE(updatev, floatv, LOAD_BY_HAND, STORE_BY_HAND)
 
-// INPUT_GRAD(name, T, load, store, S): the input gradient before the activation's derivative,
-//   dnext[b, j...] = sum_i delta[b, i] W[i, j...]
+// act'(y) on VW values at once, as activate_grad() in activation.cl.
+inline floatv activate_gradv(floatv y, int act)
+{
+    switch (act) {
+    case ACT_TANH: return 1.0f - y * y;
+    case ACT_SIGMOID: return y * (1.0f - y);
+    case ACT_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(0.0f);
+    case ACT_LEAKY_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(LEAKY_SLOPE);
+    default: return (floatv)(1.0f);
+    }
+}
+
+// INPUT_GRAD(name, T, load, store, grad, S): the input gradient times the derivative of the
+// activation `below` that gave the layer's input a,
+//   dnext[b, j...] = (sum_i delta[b, i] W[i, j...]) act'(a[b, j...]),
 // for the S samples from b0 (those past `samples` repeat the last, never stored) and the
 // columns j ... of one T (a float or a vector) of a layer with n_in inputs and n_out
 // outputs: each loaded row of W is used by all the tile's samples.
-#define INPUT_GRAD(name, T, load, store, S)                                              \
+#define INPUT_GRAD(name, T, load, store, grad, S)                                        \
 inline void name(global const float *w, int n_in, int n_out, local const float *delta,   \
-                 local float *dnext, int b0, int samples, int j)                         \
+                 local const float *a, int below, local float *dnext, int b0, int samples, \
+                 int j)                                                                  \
 {                                                                                        \
     T acc[S];                                                                            \
-    for (int s = 0; s < S; ++s)                                                          \
+    local const float *dr[S];                                                            \
+    _Pragma("unroll")                                                                    \
+    for (int s = 0; s < S; ++s) {                                                        \
         acc[s] = (T)(0.0f);                                                              \
-    for (int i = 0; i < n_out; ++i) {                                                    \
-        T wi = load(0, w + i * n_in + j);                                                \
-        for (int s = 0; s < S; ++s)                                                      \
-            acc[s] += delta[(b0 + LAST(s, samples)) * n_out + i] * wi;                \
+        dr[s] = delta + (b0 + LAST(s, samples)) * n_out;                                 \
     }                                                                                    \
-    for (int s = 0; s < S && s < samples; ++s)                                            \
-        store(acc[s], 0, dnext + (b0 + s) * n_in + j);                                   \
+    for (int i = 0; i < n_out; ++i) {                                                    \
+        T wi = load(w + i * n_in + j);                                                   \
+        _Pragma("unroll")                                                                \
+        for (int s = 0; s < S; ++s)                                                      \
+            acc[s] += dr[s][i] * wi;                                                     \
+    }                                                                                    \
+    for (int s = 0; s < S && s < samples; ++s) {                                         \
+        const int k = (b0 + s) * n_in + j;                                               \
+        store(acc[s] * grad(load(a + k), below), dnext + k);                             \
+    }                                                                                    \
 }
-INPUT_GRAD(input_grad1, float, load1, store1, BT)
-INPUT_GRAD(input_gradv, floatv, vloadv, vstorev, BT)
-INPUT_GRAD(input_gradv1, floatv, vloadv, vstorev, 1)
+INPUT_GRAD(input_grad1, float, load1, store1, activate_grad, BT)
+INPUT_GRAD(input_gradv, floatv, LOAD_BY_HAND, STORE_BY_HAND, activate_gradv, BT)
+INPUT_GRAD(input_gradv1, floatv, LOAD_BY_HAND, STORE_BY_HAND, activate_gradv, 1)
 
 // WEIGHT_STEP(name, T, load, update): the weight gradient of BT rows from r0 (those past
 // `rows` repeat the last, never updated) and the columns j ... of one T, summed over the batch,
 //   g[i] = sum_b delta[b, r0 + i] a[b, j...],
 // then the update of those weights and their optimizer state.
-#define WEIGHT_STEP(name, T, load, update)                                               \
+#define WEIGHT_STEP(name, T, load, update, V)                                            \
 inline void name(global float *restrict params, global float *restrict s1,               \
                  global float *restrict s2, int w_off, int n_in, int n_out,              \
                  local const float *a, local const float *delta, int batch, int r0,      \
                  int rows, int j, const Hyper *h)                                        \
 {                                                                                        \
-    T g[BT];                                                                             \
-    for (int i = 0; i < BT; ++i)                                                         \
-        g[i] = (T)(0.0f);                                                                \
+    T g[WB][V];                                                                          \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < WB; ++i)                                                         \
+        _Pragma("unroll")                                                                \
+        for (int v = 0; v < V; ++v)                                                      \
+            g[i][v] = (T)(0.0f);                                                         \
+    int ri[WB];                                                                          \
+    _Pragma("unroll")                                                                    \
+    for (int i = 0; i < WB; ++i)                                                         \
+        ri[i] = r0 + LAST(i, rows);                                                      \
     for (int b = 0; b < batch; ++b) {                                                    \
-        T ab = load(0, a + b * n_in + j);                                                \
-        for (int i = 0; i < BT; ++i)                                                     \
-            g[i] += delta[b * n_out + r0 + LAST(i, rows)] * ab;                       \
+        local const float *ar = a + b * n_in + j, *dr = delta + b * n_out;               \
+        T ab[V];                                                                         \
+        _Pragma("unroll")                                                                \
+        for (int v = 0; v < V; ++v)                                                      \
+            ab[v] = load(ar + v * VW);                                                   \
+        _Pragma("unroll")                                                                \
+        for (int i = 0; i < WB; ++i) {                                                   \
+            float di = dr[ri[i]];                                                        \
+            _Pragma("unroll")                                                            \
+            for (int v = 0; v < V; ++v)                                                  \
+                g[i][v] += di * ab[v];                                                   \
+        }                                                                                \
     }                                                                                    \
-    for (int i = 0; i < BT && i < rows; ++i)                                              \
-        update(params, s1, s2, w_off + (r0 + i) * n_in + j, g[i], h);                    \
+    for (int i = 0; i < WB && i < rows; ++i)                                             \
+        _Pragma("unroll")                                                                \
+        for (int v = 0; v < V; ++v)                                                      \
+            update(params, s1, s2, w_off + (r0 + i) * n_in + j + v * VW, g[i][v], h);    \
 }
-WEIGHT_STEP(weight_step1, float, load1, update1)
-WEIGHT_STEP(weight_stepv, floatv, vloadv, updatev)
+WEIGHT_STEP(weight_step1, float, load1, update1, 1)
+WEIGHT_STEP(weight_stepv, floatv, LOAD_BY_HAND, updatev, 1)
+WEIGHT_STEP(weight_stepv2, floatv, LOAD_BY_HAND, updatev, 2)
 
 // The output layer's dL/dz of sample b into delta (n values), and its loss into *loss_out:
 // softmax + cross-entropy: dz = (p - t) inv_count, loss = -sum t log p;
@@ -241,15 +279,15 @@ inline void output_delta(local float *y, global const float *t, local float *del
 }
 
 // The work-group (any size; its work-items share every loop below):
-//   input      work-item i copies elements i, i + size, ... of the batch's rows of x;
+//   input      work-item i copies vectors i, i + size, ... of the batch's rows of x;
 //   forward    work-item i computes tiles i, i + size, ... of RB outputs x SB samples of a
 //              layer (dot_tile);
 //   loss       work-item i takes samples i, i + size, ...: softmax, loss, output delta;
-//   backward   first the input gradient from the old weights, in tiles of BT samples x one
-//              vector of input columns (input_grad), then the activation's derivative;
-//              after a barrier, the weight gradient summed over the batch and the update of
-//              W and its optimizer state in place, in tiles of BT rows x one vector of
-//              columns (weight_step); the bias rows are split like the samples of the loss.
+//   backward   first dL/dz of the layer below, from the old weights, in tiles of BT samples x
+//              one vector of input columns (input_grad, the activation's derivative
+//              included); after a barrier, the weight gradient summed over the batch and the
+//              update of W and its optimizer state in place, in tiles of WB rows x two
+//              vectors of columns (weight_step), and the bias's, VW rows at a time.
 //              No two work-items write the same value, so a layer needs no reduction, only
 //              barriers.
 // Barriers fence global memory too: the weights one work-item updates are read by the others
@@ -281,9 +319,17 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
         global const int *rows = order + s * batch + first;
         h.step_size = corrections[2 * s];
         h.sqrt_bc2 = corrections[2 * s + 1];
-        for (int b = 0; b < count; ++b)
-            for (int j = lid; j < n0; j += size)
-                mem[net[5] + b * n0 + j] = x[(size_t)rows[b] * n0 + j];
+        const int in_vectors = n0 / VW, in_units = in_vectors + n0 % VW;
+        for (int t = lid; t < count * in_units; t += size) {  // the batch's rows of x
+            const int b = t / in_units, u = t % in_units;
+            const int j = u < in_vectors ? u * VW : in_vectors * VW + u - in_vectors;
+            global const float *src = x + (size_t)rows[b] * n0 + j;
+            local float *dst = mem + net[5] + b * n0 + j;
+            if (u < in_vectors)
+                STORE_BY_HAND(LOAD_BY_HAND(src), dst);
+            else
+                *dst = *src;
+        }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
         for (int l = 0; l < layers; ++l) {  // forward
@@ -296,15 +342,30 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 const int r0 = t % row_tiles * RB, b0 = t / row_tiles * SB;
                 const int rows = min(RB, n_out - r0), samples = min(SB, count - b0);
                 global const float *w = params + L[0] + (size_t)r0 * n_in;
-                float z[RB][SB];
-                if (samples == SB)
+                float4 z[SB];
+                if (samples == SB) {
                     dot_tile(w, n_in, a + b0 * n_in, rows, z);
-                else  // the batch's last sample
-                    dot_tile1(w, n_in, a + b0 * n_in, rows, z);
-                for (int i = 0; i < rows; ++i)
-                    for (int s = 0; s < samples; ++s)
-                        y[(b0 + s) * n_out + r0 + i] =
-                            activate(z[i][s] + params[L[1] + r0 + i], act);
+                } else {  // the batch's last samples, one at a time
+                    for (int s = 0; s < samples; ++s) {
+                        float4 z1[SB];
+                        dot_tile1(w, n_in, a + (b0 + s) * n_in, rows, z1);
+                        z[s] = z1[0];
+                    }
+                }
+                global const float *bias = params + L[1] + r0;
+                float4 bv = (float4)(bias[0], bias[LAST(1, rows)], bias[LAST(2, rows)],
+                                     bias[LAST(3, rows)]);
+                for (int s = 0; s < samples; ++s) {
+                    float4 out = activate4(z[s] + bv, act);
+                    local float *yr = y + (b0 + s) * n_out + r0;
+                    yr[0] = out.s0;
+                    if (rows > 1)
+                        yr[1] = out.s1;
+                    if (rows > 2)
+                        yr[2] = out.s2;
+                    if (rows > 3)
+                        yr[3] = out.s3;
+                }
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         }
@@ -332,37 +393,51 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             local const float *a = mem + L[5];
             // column units: n_in / VW vectors, then the n_in % VW tail columns one by one
             const int vectors = n_in / VW, units = vectors + n_in % VW;
-            if (l > 0) {  // the input gradient, from the weights before their update
+            if (l > 0) {  // dL/dz of the layer below, from the weights before their update
+                const int below = net[(l - 1) * TABLE + 4];
                 for (int t = lid; t < units * ((count + BT - 1) / BT); t += size) {
                     const int u = t % units, b0 = t / units * BT, samples = min(BT, count - b0);
+                    global const float *w = params + L[0];
                     if (u >= vectors)
-                        input_grad1(params + L[0], n_in, n_out, delta, dnext, b0, samples,
+                        input_grad1(w, n_in, n_out, delta, a, below, dnext, b0, samples,
                                     vectors * VW + u - vectors);
                     else if (samples == 1)  // per sample: no repeated work
-                        input_gradv1(params + L[0], n_in, n_out, delta, dnext, b0, 1, u * VW);
+                        input_gradv1(w, n_in, n_out, delta, a, below, dnext, b0, 1, u * VW);
                     else
-                        input_gradv(params + L[0], n_in, n_out, delta, dnext, b0, samples,
+                        input_gradv(w, n_in, n_out, delta, a, below, dnext, b0, samples,
                                     u * VW);
                 }
                 barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-                const int below = net[(l - 1) * TABLE + 4];
-                for (int k = lid; k < count * n_in; k += size)
-                    dnext[k] *= activate_grad(a[k], below);
             }
-            for (int t = lid; t < units * ((n_out + BT - 1) / BT); t += size) {
-                const int u = t % units, r0 = t / units * BT, rows = min(BT, n_out - r0);
-                if (u >= vectors)
-                    weight_step1(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
-                                 rows, vectors * VW + u - vectors, &h);
-                else
+            // weight units: pairs of vectors, a last single vector, the tail columns
+            const int pairs = vectors / 2, wunits = units - pairs;
+            for (int t = lid; t < wunits * ((n_out + WB - 1) / WB); t += size) {
+                const int u = t % wunits, r0 = t / wunits * WB, rows = min(WB, n_out - r0);
+                if (u < pairs)
+                    weight_stepv2(target, state1, state2, L[0], n_in, n_out, a, delta, count,
+                                  r0, rows, u * 2 * VW, &h);
+                else if (u < vectors - pairs)
                     weight_stepv(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
-                                 rows, u * VW, &h);
+                                 rows, 2 * pairs * VW, &h);
+                else
+                    weight_step1(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
+                                 rows, vectors * VW + u - (vectors - pairs), &h);
             }
-            for (int r = lid; r < n_out; r += size) {
-                float g = 0.0f;
-                for (int b = 0; b < count; ++b)
-                    g += delta[b * n_out + r];
-                update1(target, state1, state2, L[1] + r, g, &h);
+            // the bias: its gradient is delta summed over the batch, VW rows at a time
+            const int bias_vectors = n_out / VW;
+            for (int u = lid; u < bias_vectors + n_out % VW; u += size) {
+                if (u < bias_vectors) {
+                    floatv g = (floatv)(0.0f);
+                    for (int b = 0; b < count; ++b)
+                        g += LOAD_BY_HAND(delta + b * n_out + u * VW);
+                    updatev(target, state1, state2, L[1] + u * VW, g, &h);
+                } else {
+                    const int r = bias_vectors * VW + u - bias_vectors;
+                    float g = 0.0f;
+                    for (int b = 0; b < count; ++b)
+                        g += delta[b * n_out + r];
+                    update1(target, state1, state2, L[1] + r, g, &h);
+                }
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             local float *swap = delta;

@@ -545,15 +545,18 @@ assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 
 # %% [markdown]
 # Where it stops paying. One work-group runs on one compute unit: one core of a CPU, one of
-# the dozens of multiprocessors of a GPU. For a batch of several samples `FusedMLP` therefore
-# splits each step over the device's compute units (`fused.groups(batch)` work-groups, each
-# with a slice of at least one register tile of samples): every work-group runs forward and
-# backward for its slice and leaves that slice's gradient, and a second launch sums the
-# gradients and updates the weights. Two launches a step instead of a dozen, so as the batch
-# grows and the work per step outweighs the launches, the two paths come closer: compare the
-# ratios below. And each work-group's slice must fit in local memory, a few tens of KiB on a
-# GPU: wide layers or large batches simply do not fit (`FusedMLP` says so and how large a
-# batch would).
+# the dozens of multiprocessors of a GPU. On a GPU `FusedMLP` therefore splits each step of a
+# batch over the compute units (`fused.groups(batch)` work-groups, each with a slice of at
+# least one register tile of samples): every work-group runs forward and backward for its
+# slice and leaves that slice's gradient, and a second launch sums the gradients and updates
+# the weights. Two launches a step instead of a dozen. On a CPU it keeps one work-group and a
+# run of steps per launch: a split step (`fit(..., groups=2)`) costs a second launch and a
+# sum, and PoCL's other threads must wake up for every short kernel, which often takes longer
+# than the kernel (`python -m nnlib.bench.seed_experiment` times both ways on your machine).
+# As the batch grows and the work per step outweighs the launches, the two paths come closer:
+# compare the ratios below. And each work-group's slice must fit in local memory, a few tens
+# of KiB on a GPU: wide layers or large batches simply do not fit (`FusedMLP` says so and how
+# large a batch would).
 
 # %% tags=["nbval-ignore-output"]
 limit = rt.local_mem_size
