@@ -102,6 +102,24 @@ def test_fused_step_equals_numpy_reference(rt, rng, kind, groups):
             np.testing.assert_allclose(layer.bias.numpy(), b, rtol=1e-4, atol=1e-6)
 
 
+def test_inline_tanh_is_within_4e_7_of_tanh(rt):
+    """The fused forward pass computes tanh as a rational function (activate4_inline): one
+    tanh unit with weight 1 and target 0 at lr 0 leaves tanh(x)^2 as each sample's loss, for
+    x across and beyond the function's range, in every tile position (1..5 outputs)."""
+    x = np.concatenate([np.linspace(-12, 12, 2429), [-1e-6, 1e-7, 0.0]]).astype(np.float32)
+    for n_out in range(1, 6):
+        net = mlp(rt, (1, n_out), ("tanh",), "mse")
+        net.layers[0].weight.value.fill(1)
+        net.layers[0].bias.value.fill(0)
+        trainer = FusedMLP(net, nnlib.optim.SGD(net.parameters(), lr=0.0))
+        losses = rt.empty((len(x),))
+        trainer.run(rt.to_device(x[:, None]), rt.zeros((len(x), n_out)),
+                    np.arange(len(x), dtype=np.int32), 64, losses)  # 38 steps of 64
+        got = np.sqrt(losses.get().astype(np.float64) / n_out)
+        np.testing.assert_allclose(got, np.abs(np.tanh(x.astype(np.float64))), rtol=0,
+                                   atol=4e-7)
+
+
 def test_widths_above_the_work_group_size(rt, rng):
     probe = FusedMLP(*(lambda net: (net, nnlib.optim.SGD(net.parameters())))(
         mlp(rt, (3, 2), ("none",), "mse")))
