@@ -219,8 +219,9 @@ INPUT_GRAD(input_grad1, float, load1, store1, activate_grad, BT)
 INPUT_GRAD(input_gradv, floatv, LOAD_BY_HAND, STORE_BY_HAND, activate_gradv, BT)
 INPUT_GRAD(input_gradv1, floatv, LOAD_BY_HAND, STORE_BY_HAND, activate_gradv, 1)
 
-// WEIGHT_STEP(name, T, load, update): the weight gradient of BT rows from r0 (those past
-// `rows` repeat the last, never updated) and the columns j ... of one T, summed over the batch,
+// WEIGHT_STEP(name, T, load, update, V): the weight gradient of WB rows from r0 (those past
+// `rows` repeat the last, never updated) and the columns j ... of V T's (floats or vectors),
+// summed over the batch,
 //   g[i] = sum_b delta[b, r0 + i] a[b, j...],
 // then the update of those weights and their optimizer state.
 #define WEIGHT_STEP(name, T, load, update, V)                                            \
