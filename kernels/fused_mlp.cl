@@ -72,6 +72,12 @@ inline float4 activate4_inline(float4 z, int act)
 
 // LAST(i, n): i, or n - 1 past the end (plain arithmetic: PyPI PoCL calls builtins like min)
 #define LAST(i, n) ((i) < (n) ? (i) : (n) - 1)
+// The first column of unit u of a row cut into `vectors` vectors of VW values, then its tail
+// columns (the row's length % VW) one unit each.
+inline int unit_column(int u, int vectors)
+{
+    return u < vectors ? u * VW : vectors * VW + u - vectors;
+}
 #define load1(p) (*(p))
 #define store1(x, p) (*(p) = (x))
 
@@ -339,8 +345,7 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
         h.sqrt_bc2 = corrections[2 * s + 1];
         const int in_vectors = n0 / VW, in_units = in_vectors + n0 % VW;
         for (int t = lid; t < count * in_units; t += size) {  // the batch's rows of x
-            const int b = t / in_units, u = t % in_units;
-            const int j = u < in_vectors ? u * VW : in_vectors * VW + u - in_vectors;
+            const int b = t / in_units, u = t % in_units, j = unit_column(u, in_vectors);
             global const float *src = x + (size_t)rows[b] * n0 + j;
             local float *dst = mem + net[5] + b * n0 + j;
             if (u < in_vectors)
@@ -416,14 +421,13 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 for (int t = lid; t < units * ((count + BT - 1) / BT); t += size) {
                     const int u = t % units, b0 = t / units * BT, samples = min(BT, count - b0);
                     global const float *w = params + L[0];
+                    const int j = unit_column(u, vectors);
                     if (u >= vectors)
-                        input_grad1(w, n_in, n_out, delta, a, below, dnext, b0, samples,
-                                    vectors * VW + u - vectors);
+                        input_grad1(w, n_in, n_out, delta, a, below, dnext, b0, samples, j);
                     else if (samples == 1)  // per sample: no repeated work
-                        input_gradv1(w, n_in, n_out, delta, a, below, dnext, b0, 1, u * VW);
+                        input_gradv1(w, n_in, n_out, delta, a, below, dnext, b0, 1, j);
                     else
-                        input_gradv(w, n_in, n_out, delta, a, below, dnext, b0, samples,
-                                    u * VW);
+                        input_gradv(w, n_in, n_out, delta, a, below, dnext, b0, samples, j);
                 }
                 barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             }
@@ -444,13 +448,13 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             // the bias: its gradient is delta summed over the batch, VW rows at a time
             const int bias_vectors = n_out / VW;
             for (int u = lid; u < bias_vectors + n_out % VW; u += size) {
+                const int r = unit_column(u, bias_vectors);
                 if (u < bias_vectors) {
                     floatv g = (floatv)(0.0f);
                     for (int b = 0; b < count; ++b)
-                        g += LOAD_BY_HAND(delta + b * n_out + u * VW);
-                    updatev(target, state1, state2, L[1] + u * VW, g, &h);
+                        g += LOAD_BY_HAND(delta + b * n_out + r);
+                    updatev(target, state1, state2, L[1] + r, g, &h);
                 } else {
-                    const int r = bias_vectors * VW + u - bias_vectors;
                     float g = 0.0f;
                     for (int b = 0; b < count; ++b)
                         g += delta[b * n_out + r];
