@@ -15,17 +15,14 @@ import pytest
 from nbclient import NotebookClient
 
 from nnlib import exercises
+from nnlib.exercises import EXERCISES
 from nnlib.runtime import kernel_dir
 
+from .planted import FUNCTION_MISTAKES, KERNEL_MISTAKES
 from .tools import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_CHECKS = ["check_vector_add", "check_vector_scale", "check_dense_forward",
-                 "check_dense_backward_input", "check_dense_backward_weight",
-                 "check_activation_grad", "check_output_gradient", "check_sgd_update",
-                 "check_adan_update", "check_cmulconj", "check_fft_radix2_stage",
-                 "check_masked_softmax", "check_dense_forward_blocked", "check_gumbel_softmax",
-                 "check_revin_norm"]
+KERNEL_CHECKS = [f"check_{e.name}" for e in EXERCISES.values() if e.kernel]
 
 
 make_exercises = load_tool("make_exercises")
@@ -142,6 +139,51 @@ def test_exercise_notebooks_run_and_say_not_yet(generated):
     assert checked >= 19  # every grade cell of notebooks 00-07
 
 
+# ---------------------------------------------------------------- the registry
+
+def _grade_cells() -> dict:
+    """grade_id -> (notebook, points) of every grade cell of the solution notebooks."""
+    found = {}
+    for path in make_exercises.notebooks(ROOT / "notebooks"):
+        for cell in jupytext.read(path).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                found[meta["grade_id"]] = (path.stem, meta["points"])
+    return found
+
+
+def test_grade_cells_are_the_registry():
+    assert _grade_cells() == {e.name: (e.notebook, e.points) for e in EXERCISES.values()}
+
+
+def test_teachers_table_is_the_registry():
+    table = (ROOT / "teachers" / "README.md").read_text()
+    for notebook in {e.notebook for e in EXERCISES.values()}:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {notebook} |"))
+        listed = dict(re.findall(r"`(\w+)`(?: \((\d+)\))?", row.split("|")[4]))
+        names = {e.name: e.points for e in exercises.of_notebook(notebook)}
+        assert set(listed) == set(names), (notebook, listed)
+        for name, points in listed.items():  # "(2 each)" after the last one covers the row
+            shown = points or re.search(r"\((\d+) each\)", row)[1]
+            assert int(shown) == names[name], (notebook, name)
+
+
+def test_every_exercise_has_planted_mistakes():
+    planted = {**KERNEL_MISTAKES, **FUNCTION_MISTAKES}
+    assert set(planted) == set(EXERCISES)
+    few = {name: len(m) for name, m in planted.items() if len(m) < 3}
+    assert not few, f"fewer than 3 planted mistakes: {few}"
+    for name, mistakes in KERNEL_MISTAKES.items():
+        assert all((kernel_dir() / f"{mistake[0]}.cl").is_file() for mistake in mistakes)
+        assert EXERCISES[name].kernel and name not in FUNCTION_MISTAKES
+
+
+def test_of_notebook_lists_a_notebooks_exercises():
+    assert [e.name for e in exercises.of_notebook("00")] == ["vector_add", "vector_scale"]
+    with pytest.raises(KeyError, match="no exercises in notebook '99'"):
+        exercises.of_notebook("99")
+
+
 # ---------------------------------------------------------------- the checks
 
 @pytest.mark.parametrize("name", KERNEL_CHECKS)
@@ -153,131 +195,15 @@ def test_solution_kernels_pass(name):
     assert "PASSED" in repr(verdict)
 
 
-@pytest.mark.parametrize("notebook, name", [
-    ("02_train_fractal_classifier.py", "balanced_accuracy"),
-    ("02_train_fractal_classifier.py", "confusion_matrix"),
-    ("03_cpu_vs_gpu.py", "intensity"),
-])
-def test_solution_function_passes(notebook, name):
-    fn = _solution_function(notebook, name)
-    verdict = getattr(exercises, f"check_{name}")(fn)
+@pytest.mark.parametrize("name", [e.name for e in EXERCISES.values() if not e.kernel])
+def test_solution_function_passes(name):
+    fn = _solution_function(f"{EXERCISES[name].notebook}.py", name)
+    verdict = EXERCISES[name].check(fn)
     assert verdict, verdict.report
 
 
-def test_solution_auc_roc_passes():
-    assert exercises.check_auc_roc(_solution_function("06_attention_primer.py", "auc_roc"))
-
-
-WRONG_KERNELS = [  # check, file, solution text, mistake, what the report must say
-    ("check_vector_add", "vector", "a[i] + b[i]", "a[i] - b[i]", "you computed a - b"),
-    ("check_vector_add", "vector", "if (i < n)  // the global size may be rounded up past n",
-     "", "wrote past the end of out"),
-    ("check_vector_add", "vector", "a[i] + b[i]", "a[i] + bb[i]",
-     "vector.cl does not build. The compiler says:"),
-    ("check_vector_add", "vector", "int n)", "int n, int extra)", "takes 5 parameters"),
-    ("check_vector_add", "vector", "void vector_add(", "void vector_sum(",
-     "has no kernel named vector_add"),
-    ("check_vector_scale", "vector", "out[i] = alpha * a[i];", "out[i] = a[i];",
-     "out holds a: multiply by alpha"),
-    ("check_vector_scale", "vector", "out[i] = alpha * a[i];", "out[i] = alpha;",
-     "out holds alpha everywhere"),
-    ("check_vector_scale", "vector", "out[i] = alpha * a[i];", "out[i] = alpha + a[i];",
-     "you added alpha: multiply instead"),
-    ("check_dense_forward", "dense", "float sum = bias[j];", "float sum = 0.0f;",
-     "the bias is missing"),
-    ("check_dense_forward", "dense", "y[(size_t)b * n_out + j] = activate(sum, act);",
-     "y[(size_t)b * n_out + j] = sum;", "the activation is missing"),
-    ("check_dense_forward", "dense", "y[(size_t)b * n_out + j] = activate(sum, act);",
-     "y[(size_t)b * n_out + j] = activate(sum - bias[j], act) + bias[j];",
-     "the bias is added after the activation"),
-    ("check_dense_backward_input", "dense", "sum += g[j] * w[(size_t)j * n_in + i];",
-     "sum += g[j] * w[(size_t)i * n_out + j];", "walks the column i of W"),
-    ("check_dense_backward_input", "dense", "global const float *g = dz + (size_t)b * n_out;",
-     "global const float *g = dz;", "each sample has its own row of dz"),
-    ("check_dense_backward_input", "dense", "dx[(size_t)b * n_in + i] = sum;",
-     "dx[(size_t)b * n_in + i] += sum;", "adds to it with += keeps that NaN"),
-    ("check_dense_backward_weight", "dense", "dw[(size_t)j * n_in + i] += sum;",
-     "dw[(size_t)j * n_in + i] = sum;", "gradients accumulate: add the sum to dw"),
-    ("check_dense_backward_weight", "dense", "for (int b = 0; b < batch; ++b)\n        sum += dz",
-     "for (int b = 0; b < 1; ++b)\n        sum += dz", "sum over every sample b"),
-    ("check_dense_backward_weight", "dense", "dw[(size_t)j * n_in + i] += sum;",
-     "dw[(size_t)i * n_out + j] += sum;", "dw[j, i] is stored at dw[j * n_in + i]"),
-    ("check_activation_grad", "activation", "return 1.0f - y * y;", "return 1.0f - y;",
-     "FAILED  tanh, n = 37: max |error|"),
-    ("check_activation_grad", "activation", "case ACT_SIGMOID: return y * (1.0f - y);", "",
-     "activate_grad returns 1 for sigmoid"),
-    ("check_activation_grad", "activation", "case ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;",
-     "case ACT_RELU: return y;", "the derivative of relu, written with its output y, is 1"),
-    ("check_output_gradient", "loss", "2.0f * d * inv_count", "d * inv_count",
-     "the factor 2 is missing"),
-    ("check_output_gradient", "loss", ": d * inv_count;", ": d;", "the mean is missing"),
-    ("check_output_gradient", "loss", "float d = y[i] - t[i];", "float d = t[i] - y[i];",
-     "the sign: the gradient points from t to y"),
-    ("check_cmulconj", "complex", "a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x",
-     "a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x", "the conjugate is missing"),
-    ("check_cmulconj", "complex", "a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x",
-     "a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y", "conjugate a, not b"),
-    ("check_cmulconj", "complex", "a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x",
-     "a.x * b.x - a.y * b.y, -(a.x * b.y + a.y * b.x)", "conjugate a only, not the whole"),
-    ("check_fft_radix2_stage", "fft", "w.y = -w.y;", ";", "conjugate the twiddle"),
-    ("check_fft_radix2_stage", "fft", "dst[o] = (a + b) * scale;\n    dst[o + p] = (a - b) * scale;",
-     "dst[o] = a + b;\n    dst[o + p] = a - b;", "multiply both outputs by scale"),
-    ("check_fft_radix2_stage", "fft", "dst[o + p] = (a - b) * scale;", "", "were never written"),
-    ("check_sgd_update", "optim", "store_v(wi - lr * step,", "store_v(wi + lr * step,",
-     "the step has the wrong sign"),
-    ("check_sgd_update", "optim", "store_v(vel, v, first, n);", "",
-     "the velocity is not stored"),
-    ("check_sgd_update", "optim", "step = nesterov ? grad + momentum * vel : vel;",
-     "step = vel;", "(Nesterov: lr (g' + momentum v)"),
-    ("check_masked_softmax", "attention", "a[j] /= sum;", ";", "divide every exp by the row"),
-    ("check_masked_softmax", "attention", "lse[((size_t)g * heads + h) * n + i] = top + log(sum);",
-     "lse[((size_t)g * heads + h) * n + i] = log(sum);", "add back the maximum"),
-    ("check_masked_softmax", "attention", "!hard ? exp(a[j] - top) : m[j] != 0.0f ? m[j] * "
-     "exp(a[j] - top)", "!hard ? exp(a[j]) : m[j] != 0.0f ? m[j] * exp(a[j])",
-     "FAILED  2 groups, n = 6, 1 heads of 4, finite mask, large logits"),
-    ("check_masked_softmax", "attention", "m[j] != 0.0f ? m[j] * exp(a[j] - top) : 0.0f",
-     "exp(a[j] - top)", "the hard mask multiplies exp by m[j]"),
-    ("check_masked_softmax", "attention", "m[j] != 0.0f ? m[j] * exp(a[j] - top) : 0.0f",
-     "m[j] * exp(a[j] - top)", "give a masked key 0 without taking its exp"),
-    ("check_adan_update", "optim", "store_v(grad, g_prev, first, n);", "",
-     "store g in g_prev"),
-    ("check_adan_update", "optim", "floatv diff = first_step ? (floatv)0.0f : grad - load_v(g_prev, first, n);",
-     "floatv diff = (floatv)0.0f;", "diff = g - g_prev (0 only on the first step)"),
-    ("check_adan_update", "optim", "store_v(no_prox ? wi * (1.0f - lr * weight_decay) - step\n"
-     "                    : (wi - step) / (1.0f + lr * weight_decay), w, first, n);",
-     "store_v(!no_prox ? wi * (1.0f - lr * weight_decay) - step\n"
-     "                    : (wi - step) / (1.0f + lr * weight_decay), w, first, n);",
-     "proximal decay (no_prox = 0) divides"),
-    ("check_dense_forward_blocked", "blocked", "activate(acc[r][c] + bias[j0 + c], act)",
-     "activate(acc[r][c], act)", "the bias is missing"),
-    ("check_dense_forward_blocked", "blocked", "activate(acc[r][c] + bias[j0 + c], act)",
-     "acc[r][c] + bias[j0 + c]", "the activation is missing"),
-    ("check_dense_forward_blocked", "blocked", "for (int r = 0; r < R && b0 + r < batch; ++r)",
-     "for (int r = 0; r < R; ++r)", "wrote past the end of y"),
-    ("check_gumbel_softmax", "activation", "h[c] = c == best ? 1.0f : 0.0f;", "h[c] = y[c];",
-     "hard is the one-hot of soft's largest entry"),
-    ("check_gumbel_softmax", "activation", "y[c] = (z[c] + g[c]) / tau;", "y[c] = z[c] / tau;",
-     "add the Gumbel noise"),
-    ("check_gumbel_softmax", "activation", "y[c] = (z[c] + g[c]) / tau;", "y[c] = z[c] + g[c];",
-     "divide logits + noise by the temperature tau"),
-    ("check_gumbel_softmax", "activation", "y[c] = exp(y[c] - top);", "y[c] = exp(y[c]);",
-     "FAILED  3 rows of 6, tau = 1.0, large logits"),
-    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);",
-     "s = sqrt(mv.y * t / (t - 1) + 1e-5f);", "the variance divides by t (biased, as RevIN's), not t - 1"),
-    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);", "s = mv.y + 1e-5f;",
-     "std is a square root: std = sqrt(var + 1e-5)"),
-    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);", "s = sqrt(mv.y);",
-     "a constant channel has variance 0: std = sqrt(var + 1e-5)"),
-    ("check_revin_norm", "catch", "s = sqrt(mv.y + 1e-5f);", "s = sqrt(mv.y);",
-     "FAILED  4 rows of 40, quiet rows (variance 1e-6): max |error|"),
-    ("check_revin_norm", "catch", "(xr[i] - m) / s;", "(xr[i] - m) * s;",
-     "divide x - mean by std, do not multiply"),
-    ("check_revin_norm", "catch", "    std[r] = s;\n", "", "nothing was written to std"),
-    ("check_revin_norm", "catch", "float2 mv = mean_var(xr, t);",
-     "float a = 0.0f, q = 0.0f;\n    for (int i = 0; i < t; ++i) {\n        a += xr[i];\n"
-     "        q += xr[i] * xr[i];\n    }\n    a /= t;\n    float2 mv = (float2)(a, q / t - a * a);",
-     "E[x^2] - mean^2 loses the variance when the mean is large"),
-]
+WRONG_KERNELS = [(f"check_{name}", *mistake) for name, mistakes in KERNEL_MISTAKES.items()
+                 for mistake in mistakes]
 
 
 @pytest.mark.parametrize("name, topic, right, wrong, message", WRONG_KERNELS)
@@ -302,18 +228,6 @@ def test_build_error_names_file_and_line(tmp_path):
 def test_missing_file_is_named(tmp_path):
     report = exercises.check_dense_forward(tmp_path).report
     assert f"there is no {tmp_path / 'dense.cl'}" in report
-
-
-@pytest.mark.parametrize("fn, message", [
-    (lambda y_true, y_pred: 0.5, "must take (y_true, y_pred, n_classes)"),
-    (lambda y_true, y_pred, n_classes: None, "got None instead of the balanced accuracy"),
-    (lambda y_true, y_pred, n_classes: 1 / 0, "raised ZeroDivisionError"),
-    (lambda y_true, y_pred, n_classes: np.mean(y_true == y_pred), "the plain accuracy"),
-    ("balanced_accuracy", "pass your function balanced_accuracy itself"),
-])
-def test_wrong_function_is_caught(fn, message):
-    verdict = exercises.check_balanced_accuracy(fn)
-    assert not verdict and message in verdict.report, verdict.report
 
 
 @pytest.mark.parametrize("wrong, timeout, message", [
@@ -376,21 +290,11 @@ def test_hints_come_in_tiers(capsys):
         exercises.hint("vector_add", 3)
 
 
-@pytest.mark.parametrize("name, fn, message", [
-    ("intensity", lambda b, i, o: b * i * o / (4 * (b * i + i * o + b * o)),
-     "a multiply-add is 2 floating-point operations"),
-    ("intensity", lambda b, i, o: 2 * b * i * o / (b * i + i * o + b * o),
-     "a float32 is 4 bytes"),
-    ("intensity", lambda b, i, o: 2 * b * i * o / (4 * (b * i + i * o)),
-     "y is written to memory: count its bytes too"),
-    ("intensity", lambda b, i, o: 2 * b * i * o / (4 * b * (i + i * o + o)),
-     "the weights move once per batch"),
-    ("confusion_matrix", lambda t, p, k: np.eye(k)[p].T @ np.eye(k)[t],
-     "rows are the true classes, columns the predictions"),
-    ("confusion_matrix", lambda t, p, k: np.minimum(np.eye(k)[t].T @ np.eye(k)[p], 1),
-     "counts a repeated pair once"),
-    ("confusion_matrix", lambda t, p: None, "must take (y_true, y_pred, n_classes)"),
-])
+WRONG_FUNCTIONS = [(name, *mistake) for name, mistakes in FUNCTION_MISTAKES.items()
+                   for mistake in mistakes]
+
+
+@pytest.mark.parametrize("name, fn, message", WRONG_FUNCTIONS)
 def test_wrong_function_names_its_mistake(name, fn, message):
     verdict = getattr(exercises, f"check_{name}")(fn)
     assert not verdict and message in verdict.report, verdict.report
@@ -405,25 +309,3 @@ def test_simulate_names_the_line_of_an_out_of_bounds_access(tmp_path):
     report = exercises.check_vector_add(tmp_path, simulate=True).report
     assert "Oclgrind says:" in report and "Invalid read" in report, report
     assert f"At line {line} " in report, report
-
-
-def _higher(labels, scores):
-    return scores[labels == 1][:, None] > scores[labels == 0][None, :]
-
-
-def _tied(labels, scores):
-    return scores[labels == 1][:, None] == scores[labels == 0][None, :]
-
-
-@pytest.mark.parametrize("fn, message", [
-    (lambda labels: 0.5, "must take (labels, scores)"),
-    (lambda labels, scores: float(_higher(labels, scores).mean()), "counts one half, not 0"),
-    (lambda labels, scores: float((_higher(labels, scores) | _tied(labels, scores)).mean()),
-     "a tie counts one half, not 1"),
-    (lambda labels, scores: float((~_higher(labels, scores) & ~_tied(labels, scores)).mean()
-                                  + _tied(labels, scores).mean() / 2),
-     "you counted the pairs where it scores lower"),
-])
-def test_wrong_auc_roc_is_caught(fn, message):
-    verdict = exercises.check_auc_roc(fn)
-    assert not verdict and message in verdict.report, verdict.report
