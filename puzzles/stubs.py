@@ -4,16 +4,26 @@
     python -m puzzles.stubs build/exercises/kernels
 """
 
+import importlib.util
 import sys
 from pathlib import Path
 
-from tools.make_exercises import strip_solutions
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "puzzles" / "solutions"
 
-SOLUTIONS = Path(__file__).resolve().parent / "solutions"
+
+def _make_exercises():
+    """tools/make_exercises.py, loaded by path (tools/ is no package)."""
+    spec = importlib.util.spec_from_file_location("make_exercises",
+                                                  ROOT / "tools" / "make_exercises.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def stubs() -> dict[str, str]:
     """{file name: its stub text} for every solution file."""
+    strip_solutions = _make_exercises().strip_solutions
     return {path.name: strip_solutions(path.read_text(), "//", str(path), python=False)[0]
             for path in sorted(SOLUTIONS.glob("*.cl"))}
 

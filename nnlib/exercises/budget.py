@@ -191,11 +191,12 @@ def measure(topic: str, name: str, folder, launch: Callable, options: tuple = ()
 def race_message(b: Budget) -> str | None:
     """What a student is told about Oclgrind's reports, or None when there are none."""
     if b.races:
-        space = "local" if "local memory" in b.races[0] else "global"
-        return (f"a data race in {space} memory ({len(b.races)} reported by Oclgrind): two "
-                f"work-items touch the same element without a barrier between them (or, in "
-                f"global memory, without an atomic operation). Oclgrind's first report:\n"
-                + _indent(b.races[0]))
+        local = "local memory" in b.races[0]
+        fix = ("without a barrier between them" if local else
+               "without an atomic operation (or two work-items write the same element)")
+        return (f"a data race in {'local' if local else 'global'} memory ({len(b.races)} "
+                f"reported by Oclgrind): two work-items touch the same element {fix}. "
+                f"Oclgrind's first report:\n" + _indent(b.races[0]))
     if b.invalid:
         return ("an access out of bounds (a read past the end of an input, or of local "
                 "memory): Oclgrind's first report:\n" + _indent(b.invalid[0]))
@@ -203,7 +204,11 @@ def race_message(b: Budget) -> str | None:
 
 
 def _indent(report: str) -> str:
-    return "\n".join(f"      {line.strip()}" for line in report.splitlines()[:6] if line.strip())
+    """The report's lines that name the memory, the work-items and the source line (not the
+    compiler's intermediate code)."""
+    lines = [line.strip() for line in report.splitlines()]
+    return "\n".join(f"      {line}" for line in lines
+                     if line and "addrspace(" not in line and not line.startswith("%"))
 
 
 # ---------------------------------------------------------------- notebook 03: blocked dense
