@@ -3,6 +3,8 @@ picture, each stub and planted mistake fails with its hint, budgets are counted 
 Oclgrind (the same verdict every time) and fail for kernels without the puzzle's memory
 discipline, and the stubs hold no solution line."""
 
+from pathlib import Path
+
 import matplotlib
 import numpy as np
 import pytest
@@ -185,3 +187,30 @@ def test_check_runs_on_oclgrind():
 def test_unknown_puzzle_is_named():
     with pytest.raises(KeyError, match="the puzzles: map, zip"):
         puzzles.check("nope", SOLUTIONS)
+
+
+def test_no_solution_line_is_in_nnlib(stub_folder):
+    """The wheel is nnlib/ and kernels/: no line a stub lacks may appear in nnlib's Python,
+    hints included, nor in kernels/ beyond lines as generic as nnlib's own kernels'."""
+    from nnlib.sources import kernel_dir as kernels
+    removed = set()
+    for path in SOLUTIONS.glob("*.cl"):
+        stub = {line.strip() for line in (stub_folder / path.name).read_text().splitlines()}
+        removed |= {line.strip() for line in path.read_text().splitlines()
+                    if len(line.strip()) > 12 and line.strip() not in stub
+                    and not line.strip().startswith("//")}
+    common = {line.strip() for p in kernels().glob("*.cl") for line in p.read_text().splitlines()}
+    removed -= common  # lines as generic as "float sum = 0.0f;", which nnlib's kernels hold
+    package = Path(puzzles.__file__).resolve().parent.parent
+    found = {(str(p), line) for p in package.rglob("*.py") for line in removed
+             if line in p.read_text()}
+    assert not found, sorted(found)[:10]
+
+
+@needs_oclgrind
+def test_budget_printout_marks_what_is_over(tmp_path, capsys):
+    puzzles.budget("transpose", SOLUTIONS)
+    puzzles.budget("transpose", _variant(tmp_path, "transpose", _whole(NO_REUSE["transpose"][0])))
+    within, over = capsys.readouterr().out.split("puzzle transpose, counted")[1:]
+    assert "  ok      local loads per element written: 1," in within and "OVER" not in within
+    assert "  OVER    local loads per element written: 0," in over

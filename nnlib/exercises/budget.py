@@ -67,6 +67,7 @@ class Budget:
     local_stores: float = 0
     barriers: int = 0  # barrier calls, summed over the work-items
     atomics: int = 0
+    local_bytes: int = 0  # local memory of one work-group: the kernel's arrays and arguments
     races: tuple = field(default=())  # Oclgrind's data-race reports
     invalid: tuple = field(default=())  # its out-of-bounds access reports
 
@@ -83,7 +84,8 @@ class Budget:
         return self.barriers / self.work_items
 
 
-def parse(log: str, kernel: str, work_items: int, work_groups: int) -> Budget:
+def parse(log: str, kernel: str, work_items: int, work_groups: int,
+          local_bytes: int = 0) -> Budget:
     """The :class:`Budget` of ``kernel`` from Oclgrind's stderr ``log``."""
     counts = {"global_loads": 0, "global_stores": 0, "local_loads": 0, "local_stores": 0,
               "barriers": 0, "atomics": 0}
@@ -107,7 +109,8 @@ def parse(log: str, kernel: str, work_items: int, work_groups: int) -> Budget:
     reports = [r.group(0) for r in _REPORT.finditer(log) if f"Kernel: {kernel}" in r.group(0)]
     races = tuple(r for r in reports if "data race" in r)
     invalid = tuple(r for r in reports if r.startswith("Invalid"))
-    return Budget(work_items, work_groups, races=races, invalid=invalid, **counts)
+    return Budget(work_items, work_groups, races=races, invalid=invalid,
+                  local_bytes=local_bytes, **counts)
 
 
 _counting: Runtime | None = None
@@ -185,7 +188,9 @@ def measure(topic: str, name: str, folder, launch: Callable, options: tuple = ()
         rt.queue.finish()
     items = int(np.prod(global_size))
     groups = items // int(np.prod(local_size)) if local_size else 1
-    return parse(log[0], name, items, groups)
+    local_bytes = launcher.kernel.get_work_group_info(  # its arguments as last set included
+        cl.kernel_work_group_info.LOCAL_MEM_SIZE, rt.device)
+    return parse(log[0], name, items, groups, local_bytes)
 
 
 def race_message(b: Budget) -> str | None:

@@ -9,6 +9,8 @@ on the left is red for an output that was written and grey for one never written
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 READ = (0.16, 0.40, 0.80)
@@ -36,8 +38,8 @@ def draw(puzzle, panels: list):
     width = max(f["depends"].shape[1] for _, f in panels) + 2
     height = max(f["depends"].shape[0] for _, f in panels)
     fig, axes = plt.subplots(1, len(panels), squeeze=False,
-                             figsize=(min(14, 1.5 + 0.22 * width * len(panels)),
-                                      min(8, 2.5 + 0.22 * height)))
+                             figsize=(max(7, min(14, 1.5 + 0.22 * width * len(panels))),
+                                      max(3, min(8, 2.5 + 0.22 * height))))
     for ax, (title, found) in zip(axes[0], panels):
         ax.imshow(image(found), aspect="auto", interpolation="nearest")
         edges = np.cumsum([0] + [size for _, size in found["inputs"]]) + 2
@@ -46,7 +48,7 @@ def draw(puzzle, panels: list):
         ax.set_xticks([0, *((edges[:-1] + edges[1:]) / 2 - 0.5)])
         ax.set_xticklabels(["out", *(f"{name} ({size})" for name, size in found["inputs"])])
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(puzzle.rows)
+        ax.set_ylabel(textwrap.fill(puzzle.rows, 40), fontsize=8)
         extra = ", and wrote past its end" if found.get("past_end") else ""
         ax.set_title(f"{puzzle.name}: {title}{extra}")
     fig.legend(handles=[Patch(color=READ, label="read"), Patch(color=WRITTEN, label="written"),

@@ -197,7 +197,7 @@ _puzzle(
               "local id restarts at 0 in every work-group)",
     hints=("There are exactly as many work-items as elements: get_global_id(0) tells a "
            "work-item which one is its own.",
-           "int i = get_global_id(0); out[i] = a[i] + 10.0f;"),
+           "i = get_global_id(0); out[i] gets a[i] plus 10."),
     example=lambda: {"a": np.arange(12, dtype=np.float32)})
 
 
@@ -219,7 +219,7 @@ _puzzle(
     hint="out[i] = a[i] + b[i]",
     unwritten="each work-item writes the element of its global id, get_global_id(0)",
     hints=("As puzzle_map, with two inputs read at the same index.",
-           "int i = get_global_id(0); out[i] = a[i] + b[i];"),
+           "i = get_global_id(0); out[i] gets a[i] plus b[i]."),
     example=lambda: {"a": np.arange(12, dtype=np.float32), "b": np.ones(12, np.float32)})
 
 
@@ -241,7 +241,7 @@ _puzzle(
     unwritten="every work-item i < n writes out[i], the last one (i = n - 1) included",
     hints=("The global size is rounded up to whole work-groups: some work-items have no "
            "element and must do nothing.",
-           "int i = get_global_id(0); if (i < n) out[i] = a[i] + 10.0f;"),
+           "i = get_global_id(0); only while i < n: out[i] gets a[i] plus 10."),
     example=lambda: {"a": np.arange(10, dtype=np.float32)})
 
 
@@ -273,8 +273,9 @@ _puzzle(
               "(r, c) is at r * cols + c",
     hints=("Work-item (c, r) owns element (r, c); a row-major matrix stores row r from "
            "r * cols on. Guard both dimensions.",
-           "int c = get_global_id(0), r = get_global_id(1); if (r < rows && c < cols) "
-           "out[r * cols + c] = a[r * cols + c] + 10.0f;"),
+           "c = get_global_id(0) (the column), r = get_global_id(1) (the row); inside the "
+           "matrix (r below rows and c below cols), element r * cols + c of out gets that of a "
+           "plus 10."),
     rows="work-item (c, r) writes out[r, c] (rows: elements of out, row-major)",
     example=lambda: {"shape": (3, 4), "a": np.arange(12, dtype=np.float32).reshape(3, 4)})
 
@@ -296,8 +297,8 @@ _puzzle(
     unwritten="get_global_id(0) is the column c, get_global_id(1) the row r",
     hints=("a is a row (one value per column), b a column (one value per row): numpy's "
            "a[None, :] + b[:, None].",
-           "int c = get_global_id(0), r = get_global_id(1); if (r < rows && c < cols) "
-           "out[r * cols + c] = a[c] + b[r];"),
+           "c = get_global_id(0) (the column), r = get_global_id(1) (the row); inside the "
+           "output, element r * cols + c of out gets a[c] plus b[r]."),
     rows="work-item (c, r) writes out[r, c] (rows: elements of out, row-major)",
     example=lambda: {"shape": (3, 4), "a": np.arange(4, dtype=np.float32),
                      "b": 10 * np.arange(3, dtype=np.float32)})
@@ -454,9 +455,9 @@ _reduction(
                "you took the maximum: add the values": ref.block_max(p["a"], p["group"])},
     ("Each work-item stores its element (0 past n) in scratch; then halve: the lower half adds "
      "the upper half, a barrier after each step.",
-     "scratch[l] = i < n ? a[i] : 0; barrier; for (s = L / 2; s > 0; s /= 2) { if (l < s) "
-     "scratch[l] += scratch[l + s]; barrier; } if (l == 0) partial[get_group_id(0)] = "
-     "scratch[0];"))
+     "scratch[l] gets a[i] (0 for i >= n); barrier; for s = L/2, L/4, ... 1: work-items l < s "
+     "add scratch[l + s] into scratch[l], then a barrier; work-item 0 writes scratch[0] to "
+     "partial[get_group_id(0)]."))
 
 
 def _padded_blocks(p, fill) -> np.ndarray:
@@ -477,7 +478,8 @@ _reduction(
                "you summed: take fmax": _padded_blocks(p, -np.inf).sum(1),
                "you took the smallest value: fmax, not fmin": _padded_blocks(p, -np.inf).min(1)},
     ("As puzzle_sum with fmax; a work-item past n must hold a value that never wins.",
-     "scratch[l] = i < n ? a[i] : -INFINITY; ... scratch[l] = fmax(scratch[l], scratch[l + s]);"))
+     "work-items past n hold -INFINITY; each step keeps the larger of scratch[l] and "
+     "scratch[l + s] (fmax) in scratch[l]."))
 
 _reduction(
     "dot", "puzzle_dot", "partial[g] = sum of a[i] b[i] over work-group g's block",
@@ -507,9 +509,9 @@ _puzzle(
     hint="out[i] = sum of a[g L .. i]",
     hints=("In step s = 1, 2, 4, ... each work-item adds the value s places to its left; read "
            "it, pass a barrier, then add, then another barrier.",
-           "scratch[l] = i < n ? a[i] : 0; barrier; for (s = 1; s < L; s *= 2) { left = l >= s ? "
-           "scratch[l - s] : 0; barrier; scratch[l] += left; barrier; } if (i < n) out[i] = "
-           "scratch[l];"),
+           "scratch[l] gets a[i] (0 for i >= n); barrier; for s = 1, 2, 4, ... below L: left = "
+           "scratch[l - s] (0 for l < s), barrier, add left into scratch[l], barrier; finally "
+           "out[i] gets scratch[l] for i < n."),
     example=lambda: {"a": np.arange(20, dtype=np.float32), "group": 8},
     budget=(_NO_MORE_LOADS, _SHARED,
             Rule("barriers per work-item", _per_item("barriers"),
@@ -626,10 +628,11 @@ _puzzle(
             p["values"], p["bins"]) > 0).astype(np.int32),
         "add 1 per value, not the value itself": ref.histogram(p["values"], p["bins"]) *
         np.arange(p["bins"])},
-    hint="atomic_inc(&counts[values[i]]) for i < n",
+    hint="for each i < n, add 1 to counts[values[i]] with atomic_inc",
     hints=("Many work-items add to the same bin at the same time: the read-add-write must be "
            "one atomic step.",
-           "int i = get_global_id(0); if (i < n) atomic_inc(&counts[values[i]]);"),
+           "i = get_global_id(0); for i < n, atomic_inc on the bin counts[values[i]] (one "
+           "indivisible read, add 1, write)."),
     rows="bin v of counts (counts[v] depends on the values equal to v)",
     example=lambda: {"values": (np.arange(20, dtype=np.int32) * 7) % 5, "bins": 5},
     audit=True)
@@ -681,7 +684,7 @@ _puzzle(
     hint="k = j mod s, i0 = (j / s) 2s + k, i1 = i0 + s, w = tw[k n / (2s)]",
     hints=("Work-item j owns one butterfly: two inputs s apart, two outputs at the same places.",
            "k = j % s; i0 = (j / s) * 2 * s + k; i1 = i0 + s; w = tw[k * (n / (2 * s))]; t = w "
-           "src[i1] (complex product); dst[i0] = src[i0] + t; dst[i1] = src[i0] - t;"),
+           "src[i1] (complex product); dst[i0] gets src[i0] + t, dst[i1] gets src[i0] - t."),
     rows="work-item j writes dst[i0] and dst[i1] (rows: elements of dst)",
     example=lambda: {"src": (np.arange(8) + 1j).astype(np.complex64), "s": 2})
 
@@ -779,16 +782,44 @@ def audit(pz: Puzzle, folder) -> counting.Budget:
     return counting.measure(pz.topic, pz.kernel, folder, launch)
 
 
-def budget_report(pz: Puzzle, b: counting.Budget) -> list[str]:
-    """What breaks the budget, one line per rule broken (empty: within budget)."""
-    p, broken = pz.example(), []
+def budget_lines(pz: Puzzle, b: counting.Budget) -> list[tuple[bool, str]]:
+    """(within the rule, what was counted against it) for each rule of the puzzle's budget."""
+    p, lines = pz.example(), []
     for rule in pz.budget:
         value, limit = rule.value(b, p), rule.limit(p)
-        if (value < limit) if rule.least else (value > limit):
-            bound = "at least" if rule.least else "at most"
-            broken.append(f"{rule.what}: {value:.3g}, the budget is {bound} {limit:g}: "
-                          f"{rule.advice}")
-    return broken
+        within = value >= limit if rule.least else value <= limit
+        bound = "at least" if rule.least else "at most"
+        lines.append((within, f"{rule.what}: {value:.3g}, the budget is {bound} {limit:g}"
+                              + ("" if within else f": {rule.advice}")))
+    return lines
+
+
+def budget_report(pz: Puzzle, b: counting.Budget) -> list[str]:
+    """What breaks the budget, one line per rule broken (empty: within budget)."""
+    return [line for within, line in budget_lines(pz, b) if not within]
+
+
+@in_worker
+def measured(folder, name) -> str:
+    """What one run of the student's kernel on the puzzle's example counted on Oclgrind,
+    against the puzzle's budget."""
+    pz = _get(name)
+    try:
+        student_kernel(folder, pz.topic, pz.kernel, pz.params)
+        b = audit(pz, folder)
+    except NotYet as err:
+        return f"puzzle {name}: not yet. {err}"
+    lines = [f"puzzle {name}, counted on Oclgrind ({_label(pz.example())}, {b.work_items} "
+             f"work-items in {b.work_groups} work-groups, {b.local_bytes} bytes of local "
+             f"memory per work-group):"]
+    lines += [f"  {'ok' if within else 'OVER':6}  {line}" for within, line in budget_lines(pz, b)]
+    lines += [f"  {counting.race_message(b)}"] if counting.race_message(b) else []
+    return "\n".join(lines)
+
+
+def budget(name: str, folder) -> None:
+    """Prints the budget of puzzle ``name`` as your kernel in ``folder`` meets it."""
+    print(measured(folder, _Name(name)))
 
 
 def _audit_case(pz: Puzzle, folder) -> Case:
