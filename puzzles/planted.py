@@ -96,8 +96,10 @@ MISTAKES = {
         ("            acc += ta[y * t + q] * tb[q * t + x];\n        barrier(CLK_LOCAL_MEM_FENCE);",
          "            acc += ta[y * t + q] * tb[q * t + x];", RACE),
         ("row < m && k0 + x < k ? a[row * k + k0 + x] : 0.0f",
-         "row < m ? a[row * k + k0 + x] : 0.0f", "tile entries outside a or b must be 0"),
+         "row < m ? a[row * k + k0 + x] : 0.0f", OUT_OF_BOUNDS),
         ("if (row < m && col < n)", "", PAST_END),
+        ("acc += ta[y * t + q] * tb[q * t + x];", "acc += ta[y * t + q] * tb[x * t + q];",
+         "c[r, col] = sum_q a[r, q] b[q, col]"),
     ],
     "histogram": [
         ("atomic_inc(&counts[values[i]]);", "counts[values[i]]++;", RACE),

@@ -214,3 +214,12 @@ def test_budget_printout_marks_what_is_over(tmp_path, capsys):
     within, over = capsys.readouterr().out.split("puzzle transpose, counted")[1:]
     assert "  ok      local loads per element written: 1," in within and "OVER" not in within
     assert "  OVER    local loads per element written: 0," in over
+
+
+@needs_oclgrind
+def test_races_are_reported_after_a_thousand_errors(tmp_path):
+    """Oclgrind stops reporting after 1000 errors in a process unless told otherwise: a worker
+    that audited many wrong kernels must still see the next race."""
+    racy = _variant(tmp_path, "window", _replaced("barrier(CLK_LOCAL_MEM_FENCE);", ""))
+    counts = [len(puzzles.audit(puzzles.PUZZLES["window"], racy).races) for _ in range(32)]
+    assert counts[0] * 32 > 1000 and counts == counts[:1] * 32

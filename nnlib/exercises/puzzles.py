@@ -179,16 +179,21 @@ def _log2(value: int) -> int:
 
 # ---------------------------------------------------------------- notebook 00: one element each
 
+def _exact(r, n: int) -> tuple:
+    """A work-group size that divides n (no work-item past the data, several work-groups)."""
+    return (math.gcd(n, min(64, _pow2(r.launcher.work_group_size))),)
+
+
 def _map_launch(r, p):
     out = r.output(p["a"].shape)
-    r.go(p["a"].shape, None, r.input(p["a"]), out)
+    r.go(p["a"].shape, _exact(r, p["a"].size), r.input(p["a"]), out)
     return r.get(out, "out")
 
 
 _puzzle(
     name="map", notebook="00_devices", topic="puzzles_basics", kernel="puzzle_map",
     params=("a", "out"), what="out[i] = a[i] + 10",
-    problems=lambda rng, limit: [{"a": _normal(rng, n)} for n in (1, 37, wide())],
+    problems=lambda rng, limit: [{"a": _normal(rng, n)} for n in (1, 40, wide())],
     launch=_map_launch, reference=lambda p: p["a"] + 10, out="out",
     mistakes=lambda p: {"out holds a: add 10 to each value": p["a"],
                         "you multiplied by 10: add it": p["a"] * 10},
@@ -203,7 +208,7 @@ _puzzle(
 
 def _zip_launch(r, p):
     out = r.output(p["a"].shape)
-    r.go(p["a"].shape, None, r.input(p["a"]), r.input(p["b"]), out)
+    r.go(p["a"].shape, _exact(r, p["a"].size), r.input(p["a"]), r.input(p["b"]), out)
     return r.get(out, "out")
 
 
@@ -211,7 +216,7 @@ _puzzle(
     name="zip", notebook="00_devices", topic="puzzles_basics", kernel="puzzle_zip",
     params=("a", "b", "out"), what="out[i] = a[i] + b[i]",
     problems=lambda rng, limit: [{"a": _normal(rng, n), "b": _normal(rng, n)}
-                                 for n in (1, 37, wide())],
+                                 for n in (1, 40, wide())],
     launch=_zip_launch, reference=lambda p: p["a"] + p["b"], out="out",
     mistakes=lambda p: {"add b[i], not a[i] twice": 2 * p["a"],
                         "you computed a - b: add instead": p["a"] - p["b"],
