@@ -39,6 +39,11 @@ def student_kernel(folder, topic: str, name: str, params: tuple, options: tuple 
     if count != len(params):
         raise NotYet(f"{name} takes {count} parameters; the check passes "
                      f"{len(params)}: ({', '.join(params)}). Keep the exercise's signature.")
+    local = launcher.kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
+                                                rt.device)
+    if local > rt.device.local_mem_size:
+        raise NotYet(f"{name} asks for {local} bytes of local memory; this device has "
+                     f"{rt.device.local_mem_size} per work-group: make its local arrays smaller")
     return launcher
 
 
@@ -125,10 +130,17 @@ def expect_function(fn, name: str, params: tuple) -> None:
 
 
 def call_student(fn, *args):
+    name = getattr(fn, "__name__", "your function")
     try:
         return fn(*args)
+    except SystemExit:
+        raise NotYet(f"{name} called sys.exit (or exit): return the value instead") from None
+    except ImportError as err:
+        if "halted; None in sys.modules" not in str(err):
+            raise NotYet(f"{name} raised {type(err).__name__}: {err}") from None
+        raise NotYet(f"Your function uses {err.name}, which this exercise leaves out: the "
+                     f"point is to compute it yourself, with numpy.") from None
     except Exception as err:  # the student's code: report it, never a traceback
-        raise NotYet(f"{getattr(fn, '__name__', 'your function')} raised "
-                     f"{type(err).__name__}: {err}") from None
+        raise NotYet(f"{name} raised {type(err).__name__}: {err}") from None
 
 
