@@ -83,16 +83,20 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)  # the kernels take hyperparameter
 def _check_range(name: str, value, low: float, high: float | None = None) -> float:
     """``value`` as a float if it is a real number (a Python or numpy scalar, or an array
     of one value) in [low, high) that float32 holds, else a clear error."""
-    array = np.asarray(value) if isinstance(value, (int, float, np.generic, np.ndarray)) \
-        and not isinstance(value, (bool, np.bool_)) else None
     number = None
-    if array is not None and array.size == 1 and array.dtype.kind in "iuf":
-        number = float(array.reshape(()))
+    if isinstance(value, (bool, np.bool_)):
+        pass
+    elif isinstance(value, (int, float)):
+        number = float(value) if abs(value) <= FLOAT32_MAX else math.inf
+    elif isinstance(value, (np.generic, np.ndarray)) and value.size == 1 \
+            and value.dtype.kind in "iuf":
+        number = float(np.reshape(value, ()))
     ok = number is not None and math.isfinite(number) and abs(number) <= FLOAT32_MAX \
         and number >= low and (high is None or number < high)
     if not ok:
         span = f"[{low}, {high})" if high is not None else f">= {low}"
-        shown = f"{value!r}" if number is None else f"{number!r} ({type(value).__name__})"
+        shown = repr(value) if number is None or isinstance(value, (int, float)) \
+            else f"{number!r} ({type(value).__name__})"
         raise ValueError(f"{name} must be a finite number in {span} that float32 holds "
                          f"(at most {FLOAT32_MAX:.3g}), got {shown}")
     return number
