@@ -94,11 +94,11 @@ def check_target(path) -> Path:
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise ValueError(f"save_checkpoint: the path must name a file, got {path!r}")
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"save_checkpoint: {path} is a folder; name a file in it")
     if len(os.fsencode(path.name)) > NAME_MAX:
         raise ValueError(f"save_checkpoint: the file name is {len(os.fsencode(path.name))} "
                          f"bytes long; file systems allow at most {NAME_MAX}")
+    if path.is_dir():
+        raise IsADirectoryError(f"save_checkpoint: {path} is a folder; name a file in it")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"save_checkpoint: no folder {path.parent} to write {path.name} "
                                 f"in")
