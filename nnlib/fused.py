@@ -27,6 +27,7 @@ import pyopencl as cl
 from .codes import ACTIVATIONS, LOSSES
 from .layers.dense import Dense
 from .loss import DeviceLoss
+from .network import _host
 from .optim import SGD, Adam, AdamMini
 from .sizes import round_up
 
@@ -262,7 +263,7 @@ class FusedMLP:
         batch), or two launches a step where a step is split over ``groups`` work-groups
         (default :meth:`groups`)."""
         net, rt = self.net, self.runtime
-        x = np.asarray(x, dtype=np.float32)
+        x = _host(x, "fit inputs")  # not cast here: complex inputs are refused, not cut
         n = len(x)
         if len(y) != n:
             raise ValueError(f"fit: {n} inputs but {len(y)} targets")

@@ -31,6 +31,7 @@ import os
 import numpy as np
 import pyopencl as cl
 
+from .environment import check_not_forked
 from .sizes import round_up
 
 
@@ -119,6 +120,7 @@ class Launcher:
             args = self._bind(args, named)
         if self.check:
             check_args(self.signature, args)
+        check_not_forked()  # a forked child's OpenCL call would hang
         if 0 in global_size:  # nothing to compute (an empty array)
             return cl.enqueue_marker(self.runtime.queue, wait_for=wait_for)
         if local_size is not None:

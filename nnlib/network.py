@@ -5,7 +5,9 @@ Taught in notebooks/01_dense_kernels, notebooks/02_train_fractal_classifier.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import threading
 
 import numpy as np
 import pyopencl.array as cla
@@ -53,6 +55,16 @@ def _declared_layer(i: int, entry) -> dict:
             f"{i}.bias": ((groups, size("filters")) + pair, np.float32)}
 
 
+def _one_at_a_time(method):
+    """Run ``method`` under the network's lock: a second thread training or running the same
+    network waits instead of releasing the arrays the first one's backward pass needs."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._busy:
+            return method(self, *args, **kwargs)
+    return locked
+
+
 def _host(array, name: str) -> np.ndarray:
     """A numpy array of numbers with at least one axis from a numpy or device array."""
     host = to_host(array) if isinstance(array, cla.Array) else np.asarray(array)
@@ -77,6 +89,13 @@ class Sequential:
             raise ValueError("cross_entropy needs a last layer with activation='softmax'")
         self.loss = loss
         self.runtime = last.runtime
+        others = [i for i, layer in enumerate(self.layers) if layer.runtime is not self.runtime]
+        if others:
+            raise ValueError(f"Sequential: layers {others} were made on another runtime than "
+                             f"the last layer ({self.runtime}); make every layer on one "
+                             f"(runtime=... or the default, nnlib.get_runtime())")
+        self._busy = threading.RLock()
+        self._own = {id(p) for p in self.parameters()}
         self.loss_function = Loss(loss, self.runtime)
         # every parameter end to end in one buffer: an optimizer updates them in one launch
         self.layout = FlatLayout.lay_out(self.parameters())
@@ -92,6 +111,7 @@ class Sequential:
         for p in self.parameters():
             p.zero_grad()
 
+    @_one_at_a_time
     def forward(self, x):
         # Every layer lets go of its last pass's arrays first: the memory pool then hands the
         # same buffers back, so the launchers need not set their arguments again (an output
@@ -104,6 +124,7 @@ class Sequential:
 
     __call__ = forward
 
+    @_one_at_a_time
     def backward(self, grad_out):
         for layer in reversed(self.layers):
             grad_out = layer.backward(grad_out)
@@ -127,12 +148,14 @@ class Sequential:
         """Enqueue the per-sample losses of ``out`` against ``target`` into ``rows_buf``."""
         return self.loss_function.rows(out, target, rows_buf, offset)
 
+    @_one_at_a_time
     def compute_loss(self, x, y) -> float:
         """The mean loss of the network on (x, y), read back to the host."""
         out = self.forward(x)
         target = self._targets(y, out.shape[0])
         return float(self.loss_function.value(out, target))
 
+    @_one_at_a_time
     def train_step(self, x, y, optimizer, loss_buf=None, offset: int = 0) -> DeviceLoss:
         """Forward, loss, backward and update, all enqueued without waiting for the device.
 
@@ -142,6 +165,7 @@ class Sequential:
         """
         if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
+        self._check_optimizer(optimizer)
         fused = FusedBackward(self.layers, optimizer)
         fused.zero_grad()
         out = self.forward(x)
@@ -155,6 +179,33 @@ class Sequential:
             return DeviceLoss(rows, divisor)
         return DeviceLoss(rows, divisor, offset, out.shape[0])
 
+    def _check_optimizer(self, optimizer) -> None:
+        params = getattr(optimizer, "params", None)
+        if not isinstance(params, list) or not hasattr(optimizer, "step"):
+            raise TypeError(f"optimizer must be an nnlib optimizer (nnlib.optim.Adam(net."
+                            f"parameters()), ...), got {type(optimizer).__name__}")
+        foreign = [p.name for p in params if id(p) not in self._own]
+        if foreign:
+            raise ValueError(f"the optimizer updates {len(foreign)} parameters that are not "
+                             f"this network's (e.g. {foreign[0]!r}): make it from this "
+                             f"network's parameters(), e.g. nnlib.optim.Adam(net.parameters())")
+
+    def _validation(self, data, x) -> tuple:
+        """``validation_data`` (inputs, targets) checked as fit's own data, before training."""
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise TypeError("fit: validation_data must be a pair (inputs, targets)")
+        xv, yv = _host(data[0], "validation inputs"), _host(data[1], "validation targets")
+        if len(xv) == 0 or len(xv) != len(yv):
+            raise ValueError(f"fit: validation_data has {len(xv)} inputs and {len(yv)} "
+                             f"targets; need as many, at least one")
+        if xv.shape[1:] != x.shape[1:]:
+            raise ValueError(f"fit: validation inputs have shape {xv.shape}, the training "
+                             f"inputs {x.shape}: the same shape after the first axis needed")
+        if np.iscomplexobj(xv) or not np.isfinite(xv).all():
+            raise ValueError("fit: validation inputs must be real and finite")
+        return xv, self._targets(yv, len(yv))
+
+    @_one_at_a_time
     def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,
             validation_data=None, progress: bool = True) -> dict:
         """Mini-batch training with shuffling; returns the history of epoch losses."""
@@ -171,6 +222,9 @@ class Sequential:
             raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
         if not np.isfinite(x).all():
             raise ValueError("fit: inputs contain NaN or infinity")
+        self._check_optimizer(optimizer)
+        if validation_data is not None:
+            validation_data = self._validation(validation_data, x)
         rng = np.random.default_rng(seed)
         history = {"loss": [], "val_loss": []}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
@@ -197,6 +251,7 @@ class Sequential:
             bar.set_postfix(shown)
         return history
 
+    @_one_at_a_time
     def predict(self, x, batch_size: int = 1024) -> np.ndarray:
         """Outputs for ``x`` as a numpy array, computed in batches."""
         x = _host(x, "predict input")

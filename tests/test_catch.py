@@ -246,9 +246,9 @@ def test_threshold_eval_mask_is_deterministic_and_tail_is_scored(rng):
     model = CATCH(2, seed=0, eval_mask="threshold", **TINY)
     x = rng.standard_normal((70, 2))
     model.scale_mean, model.scale_std = x.mean(0), x.std(0)
-    s = model.score(x)
+    s = model._score(x)  # scoring as such: the untrained network's scores
     assert s.shape == (70,) and np.isfinite(s).all()
-    np.testing.assert_allclose(s[64:], model.score(x[-32:])[-6:], rtol=1e-5)  # tail window
+    np.testing.assert_allclose(s[64:], model._score(x[-32:])[-6:], rtol=1e-5)  # tail window
 
 
 def test_bad_input_gets_clear_errors(rng):

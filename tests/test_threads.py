@@ -29,7 +29,7 @@ def train(variant, seed):
 
 
 def score(seed):
-    return [CATCH(2, seed=seed, **TINY).score(SERIES)]
+    return [CATCH(2, seed=seed, **TINY)._score(SERIES)]  # an unfitted network, scored as such
 
 
 JOBS = [(train, "seed", 0), (train, "seed", 7), (train, "fast", 3), (score, 1)]

@@ -47,6 +47,7 @@ from .. import optim
 from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
 from ..loss import DeviceLoss, Loss
+from ..layers.base import positive_int
 from ..runtime import resolve_runtime
 from ..sizes import ceil_div
 from .model import DC_SOURCES, MASK_INPUTS, PROJECTIONS, CATCHNet
@@ -65,6 +66,34 @@ DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2
                 auxi_lambda=0.005, score_lambda=0.05, inference_patch_size=32,
                 val_fraction=0.2, patience=3, schedule="simple", mask_input="spectrum",
                 dc_source="attention")
+# The numeric options: integers >= 1, or reals in [low, high) (temperature divides: > 0).
+POSITIVE_INTS = ("window", "patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads",
+                 "head_dim", "d_ff", "d_model", "batch_size", "train_stride",
+                 "inference_patch_size", "patience")
+REAL_RANGES = {"lr": (0.0, None), "mask_lr": (0.0, None), "dc_lambda": (0.0, None),
+               "regular_lambda": (0.0, None), "auxi_lambda": (0.0, None),
+               "score_lambda": (0.0, None), "temperature": (1e-6, None),
+               "val_fraction": (0.0, 1.0)}
+# Scaled series values beyond this overflow float32 in the losses and scores: the FFT of a
+# window sums its values, and the frequency error squares that sum.
+MAX_SCALED = float(np.sqrt(np.finfo(np.float32).max)) / 1024
+
+
+def check_options(cfg: dict) -> None:
+    """Every numeric option of ``cfg`` (DEFAULTS' keys) in its range, else a ValueError
+    saying which and what is allowed."""
+    for key in POSITIVE_INTS:
+        positive_int("CATCH", key, cfg[key])
+    for key, (low, high) in REAL_RANGES.items():
+        value = cfg[key]
+        ok = isinstance(value, (int, float, np.integer, np.floating)) \
+            and not isinstance(value, bool) and np.isfinite(value) and value >= low \
+            and (high is None or value < high)
+        if not ok:
+            span = f"[{low}, {high})" if high is not None else f">= {low}"
+            raise ValueError(f"CATCH: {key} must be a finite number {span}, got {value!r}")
+
+
 # The official code's OneCycleLR (div_factor 25, max momentum 0.95), built and never stepped.
 OFFICIAL_WARMUP_DIVISOR, OFFICIAL_BETAS = 25.0, (0.95, 0.999)
 
@@ -126,6 +155,7 @@ class CATCH:
         for key, allowed in SWITCHES.items():
             if cfg[key] not in allowed:
                 raise ValueError(f"CATCH: unknown {key} {cfg[key]!r}; choose one of {allowed}")
+        check_options(cfg)
         if not cfg["patch_size"] <= cfg["window"]:
             raise ValueError("CATCH: patch_size must not exceed the window")
         if not 1 <= cfg["inference_patch_size"] <= cfg["window"]:
@@ -157,8 +187,16 @@ class CATCH:
         return sum(p.size for p in self.net.named_parameters().values())
 
     # ------------------------------------------------------------------ helpers
-    def _scale(self, x):
-        return (x - self.scale_mean) / self.scale_std
+    def _scale(self, x, name: str = "series"):
+        """``x`` scaled by the training mean and std; values float32's losses cannot hold
+        (beyond MAX_SCALED standard deviations) are refused."""
+        out = (x - self.scale_mean) / self.scale_std
+        peak = float(np.abs(out).max(initial=0.0))
+        if not peak <= MAX_SCALED:
+            raise ValueError(f"{name}: reaches {peak:.3g} training standard deviations from "
+                             f"the training mean; at most {MAX_SCALED:.3g} can be scored in "
+                             f"float32 (rescale the data, or fit on data of its scale)")
+        return out
 
     def _noise(self, rng, batch):
         """Logistic noise (a difference of two Gumbel draws) for the mask sampler, or zeros
@@ -208,7 +246,7 @@ class CATCH:
             if stopper.stop(row["val"]):
                 break
         stopper.restore()
-        self.train_scores = self.score(x)
+        self.train_scores = self._score(x)
         return self.history
 
     def _scale_and_window(self, x):
@@ -222,7 +260,7 @@ class CATCH:
         self.scale_mean = x[:cut].mean(0)
         std = x[:cut].std(0)
         self.scale_std = np.where(std > 0, std, 1.0)
-        xs = self._scale(x)
+        xs = self._scale(x, "train")
         fit_w = _windows(xs, np.arange(0, cut - t + 1, cfg["train_stride"]), t)
         val_w = _windows(xs, np.arange(cut, len(x) - t + 1, t), t) if len(x) - cut >= t \
             else None
@@ -315,6 +353,14 @@ class CATCH:
     def score(self, series) -> np.ndarray:
         """One anomaly score per time step of ``series`` (time, channels): time MSE over
         channels + score_lambda x the sub-window frequency error (CATCH's score)."""
+        check_series(series, self.n_channels, self.window)  # its errors first
+        if not self.history:
+            raise RuntimeError("CATCH.score: call fit first (or load a fitted detector): an "
+                               "untrained network's scores mean nothing")
+        return self._score(series)
+
+    def _score(self, series) -> np.ndarray:
+        """:meth:`score` without the check that the detector was fitted."""
         cfg, t = self.config, self.window
         x = self._scale(check_series(series, self.n_channels, t))
         starts = self._starts(len(x))
@@ -408,6 +454,10 @@ class CATCH:
                     and np.isfinite(value)
             if not ok:
                 raise CheckpointError(f"config {key}: {value!r} is not like {default!r}")
+        try:
+            check_options(cfg)
+        except ValueError as err:
+            raise CheckpointError(f"config: {err}") from None
         if not cfg["patch_size"] <= cfg["window"]:
             raise CheckpointError("config: patch_size exceeds the window")
         threshold = state.get("threshold")

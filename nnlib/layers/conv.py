@@ -77,6 +77,8 @@ class _Conv1dBase(Layer):
             raise ValueError(f"{name}: unknown layout {layout!r}; choose one of {LAYOUTS}")
         self.shared, self.layout, self.seed = bool(shared), layout, check_seed(name, seed)
         self.groups = 1 if self.shared else self.variables
+        self.runtime.check_alloc((self.groups, self.filters, self.window, 2), np.float32,
+                                 f"{name} weight")
         self._forward, self._input, self._weight = (
             self.runtime.launcher("conv", f"{self.prefix}conv1d_{product}")
             for product in ("forward", "backward_input", "backward_weight"))

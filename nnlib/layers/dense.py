@@ -47,6 +47,7 @@ class Dense(Layer):
             "Dense", "n_out", n_out)
         self.activation, self.act = activation, activation_code(activation)
         self.seed = check_seed("Dense", seed)
+        self.runtime.check_alloc((self.n_out, self.n_in), np.float32, "Dense weight")
         rng = np.random.default_rng(seed)
         bound = 1.0 / np.sqrt(n_in)
         self.weight = Parameter(rng.uniform(-bound, bound, (n_out, n_in)), "weight",
