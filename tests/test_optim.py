@@ -55,6 +55,12 @@ RULES = {
 }
 
 
+def test_every_optimizer_is_registered():
+    defined = {c for c in vars(optim).values() if isinstance(c, type)
+               and issubclass(c, optim.Optimizer) and c is not optim.Optimizer}
+    assert defined == set(OPTIMIZERS.values())
+
+
 def test_every_elementwise_optimizer_has_a_reference_rule(rt):
     p = nnlib.Parameter(np.zeros(3), runtime=rt)
     covered = {type(make([p])).__name__ for make, _, _ in RULES.values()}
