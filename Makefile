@@ -47,10 +47,10 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 setup: $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[course]"
 
 setup-test: $(PY)
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[course,test]"
 
 ## make doctor: check that an OpenCL device can compile kernels; on Debian/Ubuntu as root,
 ## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022)

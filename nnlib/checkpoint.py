@@ -2,7 +2,7 @@
 and the epoch), written atomically and loaded only after every part of it has been checked.
 
 The file is an uncompressed ``.npz`` (no pickle) whose ``__meta__`` entry holds a JSON header
-    {"format": "nnlib.checkpoint", "version": 1, "kind": "Sequential" | "CATCH",
+    {"format": "nnlib.checkpoint", "version": 1, "kind": a name in MODELS,
      "model": {"arch": ..., "state": ...}, "optimizer": null | {...}, "epoch": null | int}
 and whose arrays are named ``model.<name>`` and ``optimizer.<entry>``.
 
@@ -11,9 +11,9 @@ then the folder fsynced; the temporary file is removed on any error, and those o
 were killed are removed by the next save of the same path.
 
 Reading: the zip members' headers are read first (allocation is bounded by the file's size),
-then the header is checked (format, version, classes from a fixed list), every declared shape
-is compared with the stored arrays before any layer is built, and dtypes and finiteness are
-checked. A load either completes or changes nothing; every refusal is a
+then the header is checked (format, version, classes from :mod:`nnlib.registry`), every
+declared shape is compared with the stored arrays before any layer is built, and dtypes and
+finiteness are checked. A load either completes or changes nothing; every refusal is a
 :class:`CheckpointError`.
 
 Taught in notebooks/02_train_fractal_classifier.
@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from .registry import MODELS, OPTIMIZERS
 
 FORMAT, VERSION = "nnlib.checkpoint", 1
 # dtypes a checkpoint may hold: float parameters and state, integer counters, the JSON header
@@ -251,18 +253,6 @@ def _shape_of(arch):
     return arch
 
 
-def _kinds() -> dict:
-    from .catch.detector import CATCH
-    from .network import Sequential
-    return {"Sequential": Sequential, "CATCH": CATCH}
-
-
-def _optimizers() -> dict:
-    from . import optim
-    return {c.__name__: c for c in (optim.SGD, optim.Adam, optim.AdamW, optim.AdamMini,
-                                    optim.Adan)}
-
-
 # ---------------------------------------------------------------- the public functions
 class Checkpoint(NamedTuple):
     """What :func:`load_checkpoint` returns."""
@@ -276,10 +266,9 @@ def save_checkpoint(path, model, optimizer=None, epoch: int | None = None) -> No
     """Write ``model`` (a Sequential or a CATCH detector), the state of ``optimizer`` (which
     must update parameters of ``model``) and ``epoch`` to ``path`` in one atomic step."""
     path = check_target(path)
-    kinds = _kinds()
-    kind = next((k for k, cls in kinds.items() if type(model) is cls), None)
+    kind = next((k for k, cls in MODELS.items() if type(model) is cls), None)
     if kind is None:
-        raise TypeError(f"save_checkpoint: model must be one of {list(kinds)}, got "
+        raise TypeError(f"save_checkpoint: model must be one of {list(MODELS)}, got "
                         f"{type(model).__name__}")
     if epoch is not None:
         epoch = check_int(epoch, "save_checkpoint: epoch", 0, 2**53)
@@ -288,8 +277,8 @@ def save_checkpoint(path, model, optimizer=None, epoch: int | None = None) -> No
     meta = {"format": FORMAT, "version": VERSION, "kind": kind, "model": spec,
             "optimizer": None, "epoch": epoch}
     if optimizer is not None:
-        if type(optimizer) not in _optimizers().values():
-            raise TypeError(f"save_checkpoint: optimizer must be one of {list(_optimizers())}, "
+        if type(optimizer) not in OPTIMIZERS.values():
+            raise TypeError(f"save_checkpoint: optimizer must be one of {list(OPTIMIZERS)}, "
                             f"got {type(optimizer).__name__}")
         index = {id(p): i for i, p in enumerate(model._checkpoint_parameters())}
         if not all(id(p) in index for p in optimizer.params):
@@ -310,7 +299,7 @@ def _check_loadable(meta: dict, arrays: dict, optimizer) -> None:
     try:
         header = json.loads(json.dumps(meta))
         spec = header["model"]
-        check_arrays(arrays, _kinds()[header["kind"]]._checkpoint_declared(spec), "model.")
+        check_arrays(arrays, MODELS[header["kind"]]._checkpoint_declared(spec), "model.")
         if optimizer is not None:
             optimizer.check_state({k[len("optimizer."):]: v for k, v in arrays.items()
                                    if k.startswith("optimizer.")})
@@ -349,8 +338,7 @@ def load_checkpoint(path, model=None, optimizer=None, runtime=None) -> Checkpoin
 
 def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     check_dict(meta, "header", ("format", "version", "kind", "model", "optimizer", "epoch"))
-    kinds = _kinds()
-    cls = kinds[check_name(meta.get("kind"), kinds, "kind")]
+    cls = MODELS[check_name(meta.get("kind"), MODELS, "kind")]
     epoch = meta.get("epoch")
     if epoch is not None:
         epoch = check_int(epoch, "epoch", 0, 2**53)
@@ -377,8 +365,7 @@ def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     opt_cls = None
     if opt_meta is not None:
         check_dict(opt_meta, "optimizer", ("class", "config", "params"))
-        known = _optimizers()
-        opt_cls = known[check_name(opt_meta.get("class"), known, "optimizer class")]
+        opt_cls = OPTIMIZERS[check_name(opt_meta.get("class"), OPTIMIZERS, "optimizer class")]
         check_dict(opt_meta.get("config"), "optimizer config")
         params = opt_meta.get("params")
         if not isinstance(params, list) or not params or len(set(map(str, params))) != len(

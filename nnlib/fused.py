@@ -110,9 +110,9 @@ class FusedMLP:
         would leave all multiprocessors but one idle. On a CPU, one: the whole step, updates
         included, and a run of steps per launch on one core. Split, each group leaves the
         gradient of its slice and a second launch sums them and updates: two launches a
-        step, and on PoCL the second core often joins a short kernel only after it is over
-        (the classifier at batch 64 on 2 cores of a Zen 4 VM: 0.68x numpy split in two,
-        1.1x in one work-group). Pass ``groups`` to :meth:`fit` to split anyway."""
+        step, and on PoCL the second core often joins a short kernel only after it is over,
+        so the split step is slower than the whole one. Pass ``groups`` to :meth:`fit` to
+        split anyway."""
         return self.split_groups(batch) if self.runtime.is_gpu else 1
 
     def split_groups(self, batch: int) -> int:
@@ -272,7 +272,7 @@ class FusedMLP:
             raise ValueError("fit: needs data, batch_size >= 1, epochs >= 0 and groups in "
                              "[1, batch_size]")
         xd = rt.to_device(x, "fit inputs", shape=(None, self.widths[0]))
-        targets = net._targets(np.asarray(y), n)
+        targets = net.targets(np.asarray(y), n)
         rng = np.random.default_rng(seed)
         losses = rt.empty((n,))
         per_sample = self.widths[-1] if net.loss == "mse" else 1
@@ -302,7 +302,7 @@ class FusedMLP:
         batch = xd.shape[0]
         if batch == 0:
             raise ValueError("step: batch is empty")
-        targets = self.net._targets(y, batch)
+        targets = self.net.targets(y, batch)
         losses = rt.empty((batch,))
         self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses, groups=groups)
         divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)

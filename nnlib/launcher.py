@@ -13,13 +13,13 @@ Arguments go by position in the order of the ``.cl`` signature, or by name
 a number of the wrong numpy type raises :class:`KernelArgumentError` naming the kernel, the
 argument and the file.
 
-Setting a number with pyopencl's ``set_arg`` costs about 7 µs: it tries each kind of
-argument in turn (buffer, local memory, sampler...) and fails its way to a number. Told the
-scalar types, pyopencl packs them at once: a launcher declares them from the ``.cl``
-signature (``set_scalar_arg_dtypes``) and then sets every argument on every call, about
-1.5 µs for a dozen, next to 1-2 µs for the enqueue itself. Setting and enqueueing happen
-under the runtime's lock, so a launcher shared by two threads never enqueues another call's
-arguments.
+Setting a number with pyopencl's ``set_arg`` is slow: it tries each kind of argument in turn
+(buffer, local memory, sampler...) and fails its way to a number. Told the scalar types,
+pyopencl packs them at once: a launcher declares them from the ``.cl`` signature
+(``set_scalar_arg_dtypes``) and then sets every argument on every call, which then costs
+about as much as the enqueue itself (``python -m nnlib.bench.launch`` measures both).
+Setting and enqueueing happen under the runtime's lock, so a launcher shared by two threads
+never enqueues another call's arguments.
 
 Taught in notebooks/00_devices, notebooks/03_cpu_vs_gpu.
 """

@@ -19,40 +19,35 @@ from .checkpoint import (CheckpointError, check_dict, check_int, check_name, loa
 from .runtime import check_shape, to_host
 from .sizes import ceil_div
 from .layers.base import Layer, positive_int
-from .layers.conv import ComplexConv1d, Conv1d
-from .layers.dense import VARIANTS, Dense
 from .loss import DeviceLoss, Loss
 from .parameter import FlatLayout
+from .registry import LAYERS, MODELS
 from .step_fusion import FusedBackward
 
-# The layers a checkpoint may name (nothing else is ever built from a file).
-PUBLIC_LAYERS = {cls.__name__: cls for cls in (Dense, Conv1d, ComplexConv1d)}
-
-
 def _declared_layer(i: int, entry) -> dict:
-    """The parameter shapes a checkpoint's layer entry declares, from its checked config."""
+    """The parameter shapes a checkpoint's layer entry declares, from its checked config:
+    arguments without a default are sizes, ``seed`` a seed, booleans booleans, and the
+    names in the class's ``choices`` one of those; the shapes are the class's."""
     check_dict(entry, f"layer {i}", ("class", "config"))
-    cls = PUBLIC_LAYERS[check_name(entry.get("class"), PUBLIC_LAYERS, f"layer {i}: class")]
+    cls = LAYERS[check_name(entry.get("class"), LAYERS, f"layer {i}: class")]
     signature = inspect.signature(cls.__init__).parameters
-    allowed = {k: v.default for k, v in signature.items() if k not in ("self", "runtime")}
+    allowed = {k: v.default for k, v in signature.items()
+               if k not in ("self", "runtime") and not k.startswith("_")}
     config = check_dict(entry.get("config"), f"layer {i} config", allowed)
     missing = [k for k, v in allowed.items() if v is inspect.Parameter.empty and k not in config]
     if missing:
         raise CheckpointError(f"layer {i} config lacks {missing}")
     c = {**allowed, **config}
-    size = lambda key: check_int(c[key], f"layer {i} {key}")  # noqa: E731
+    for key, default in allowed.items():
+        if default is inspect.Parameter.empty:
+            check_int(c[key], f"layer {i} {key}")
+        elif isinstance(default, bool) and not isinstance(c[key], bool):
+            raise CheckpointError(f"layer {i} {key}: true or false, got {c[key]!r}")
     check_int(c["seed"], f"layer {i} seed", 0, 2**63 - 1)
-    if cls is Dense:
-        check_name(c["variant"], VARIANTS, f"layer {i} variant")
-        return {f"{i}.weight": ((size("n_out"), size("n_in")), np.float32),
-                f"{i}.bias": ((size("n_out"),), np.float32)}
-    if not isinstance(c["shared"], bool):
-        raise CheckpointError(f"layer {i} shared: true or false, got {c['shared']!r}")
-    size("step")
-    groups = 1 if c["shared"] else size("variables")
-    pair = (2,) if cls is ComplexConv1d else ()
-    return {f"{i}.weight": ((groups, size("filters"), size("window")) + pair, np.float32),
-            f"{i}.bias": ((groups, size("filters")) + pair, np.float32)}
+    for key, names in cls.choices.items():
+        check_name(c[key], names, f"layer {i} {key}")
+    return {f"{i}.{name}": (shape, np.float32)
+            for name, shape in cls.parameter_shapes(c).items()}
 
 
 def _one_at_a_time(method):
@@ -74,6 +69,7 @@ def _host(array, name: str) -> np.ndarray:
     return host
 
 
+@MODELS.register
 class Sequential:
     """Layers applied in order; ``loss`` is ``"mse"`` or ``"cross_entropy"`` (the last
     layer must then use softmax, and the pair is differentiated as one, as in PyTorch)."""
@@ -130,7 +126,9 @@ class Sequential:
             grad_out = layer.backward(grad_out)
         return grad_out
 
-    def _targets(self, y, batch: int):
+    def targets(self, y, batch: int):
+        """``y`` as the device targets of a batch of ``batch`` rows: class labels (integers,
+        for cross-entropy) one-hot, checked against the output width."""
         n_out = self.layers[-1].n_out
         if self.loss == "cross_entropy" and not isinstance(y, cla.Array) \
                 and np.ndim(y) == 1:
@@ -152,7 +150,7 @@ class Sequential:
     def compute_loss(self, x, y) -> float:
         """The mean loss of the network on (x, y), read back to the host."""
         out = self.forward(x)
-        target = self._targets(y, out.shape[0])
+        target = self.targets(y, out.shape[0])
         return float(self.loss_function.value(out, target))
 
     @_one_at_a_time
@@ -169,7 +167,7 @@ class Sequential:
         fused = FusedBackward(self.layers, optimizer)
         fused.zero_grad()
         out = self.forward(x)
-        target = self._targets(y, out.shape[0])
+        target = self.targets(y, out.shape[0])
         rows = self.loss_function.rows(out, target, loss_buf, offset)
         fused.backward(self.loss_function.output_gradient(
             out, target, getattr(self.layers[-1], "activation", "none")))
@@ -229,7 +227,7 @@ class Sequential:
         history = {"loss": [], "val_loss": []}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
         rows = self.runtime.empty((n,))
-        data = DeviceBatches(self.runtime, x, self._targets(y, n))  # batches gathered there
+        data = DeviceBatches(self.runtime, x, self.targets(y, n))  # batches gathered there
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
             skipped_before = optimizer.skipped_steps
@@ -264,7 +262,7 @@ class Sequential:
     # ---------------------------------------------------------------- checkpoints
     def save(self, path) -> None:
         """Write the network to ``path`` atomically (``nnlib.save_checkpoint`` without an
-        optimizer; no pickle). Only the public layers (Dense, Conv1d, ComplexConv1d)."""
+        optimizer; no pickle). Only the layers in :data:`nnlib.registry.LAYERS`."""
         save_checkpoint(path, self)
 
     @classmethod
@@ -274,9 +272,9 @@ class Sequential:
 
     def _checkpoint(self) -> tuple:
         for layer in self.layers:
-            if type(layer) not in PUBLIC_LAYERS.values():
+            if type(layer) not in LAYERS.values():
                 raise TypeError(f"save: {type(layer).__name__} cannot be saved; checkpoints "
-                                f"hold {list(PUBLIC_LAYERS)}")
+                                f"hold {list(LAYERS)}")
         arch = {"loss": self.loss,
                 "layers": [{"class": type(layer).__name__, "config": layer.config()}
                            for layer in self.layers]}
@@ -302,7 +300,7 @@ class Sequential:
     @classmethod
     def _checkpoint_build(cls, spec, runtime) -> "Sequential":
         arch = spec["arch"]
-        layers = [PUBLIC_LAYERS[e["class"]](**e["config"], runtime=runtime)
+        layers = [LAYERS[e["class"]](**e["config"], runtime=runtime)
                   for e in arch["layers"]]
         return cls(layers, loss=arch["loss"])
 

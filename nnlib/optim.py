@@ -9,7 +9,8 @@ device: weights and state stay as they were, and the step is counted in ``skippe
 (reading it waits for the device). The host's step counter, behind the bias corrections,
 still advances (the host does not wait to learn of the skip), so the steps after a skip use
 the corrections of one step later than PyTorch would. ``Sequential.fit`` raises an error at
-the end of an epoch that skipped steps.
+the end of an epoch that skipped steps. Every optimizer registers itself in
+:data:`nnlib.registry.OPTIMIZERS`, where checkpoints and the tests find it.
 
 Taught in notebooks/04_optimizers.
 """
@@ -28,6 +29,7 @@ from . import tuning
 from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
+from .registry import OPTIMIZERS
 from .sizes import ceil_div, vector_width
 
 TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
@@ -347,6 +349,7 @@ class Optimizer:
         return f"{type(self).__name__}(lr={self.lr}, {len(self.params)} tensors)"
 
 
+@OPTIMIZERS.register
 class SGD(Optimizer):
     """Stochastic gradient descent as ``torch.optim.SGD`` (dampening 0): momentum,
     Nesterov momentum and L2 weight decay added to the gradient."""
@@ -379,6 +382,7 @@ class SGD(Optimizer):
             np.float32(self.weight_decay))
 
 
+@OPTIMIZERS.register
 class Adam(Optimizer):
     """Adam exactly as ``torch.optim.Adam``: bias-corrected moments, eps added after the
     square root and the correction; ``weight_decay`` is L2 added to the gradient."""
@@ -418,6 +422,7 @@ class Adam(Optimizer):
         return self._adam_launch(t, self.weight_decay, self.decoupled)
 
 
+@OPTIMIZERS.register
 class AdamW(Adam):
     """AdamW as ``torch.optim.AdamW``: decoupled weight decay w *= 1 - lr * wd."""
 
@@ -434,6 +439,7 @@ def _no_decay(p: Parameter) -> bool:
     return any(key in name for key in ("bias", "norm", "ln"))
 
 
+@OPTIMIZERS.register
 class AdamMini(Adam):
     """Adam-mini as the official v1.1.1 code (PyPI ``adam-mini``): one second moment per block
     of a tensor, a moving average of the block's mean of g^2; m stays one per element.
@@ -456,8 +462,8 @@ class AdamMini(Adam):
         limit = rt.launcher("optim", "adam_mini_update", self._options).work_group_size
         if group_size is None:
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
-            # there, and the strided loop covers any block. Measured on PoCL: 75 us per step
-            # with 16, 620 us with 256.
+            # there, and the strided loop covers any block (larger groups are much slower on
+            # PoCL, which runs a group's work-items as one loop with a barrier per step).
             group_size = 2 ** int(math.log2(min(2 * rt.work_group_multiple, limit)))
         ok = isinstance(group_size, (int, np.integer)) and 1 <= group_size <= limit
         if not ok or group_size & (group_size - 1):
@@ -490,6 +496,7 @@ class AdamMini(Adam):
             cl.LocalMemory(4 * self.group_size))
 
 
+@OPTIMIZERS.register
 class Adan(Optimizer):
     """Adan as the official sail-sg code: betas in the code's convention (0.98, 0.92, 0.99),
     moments m, d (of gradient differences) and n, each bias-corrected; the first step (the

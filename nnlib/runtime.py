@@ -47,8 +47,7 @@ class DeviceMemoryError(MemoryError):
 
 # Subnormal floats are flushed to zero, as GPUs do by default: on a CPU, arithmetic on them
 # can be many times slower, and a long training run makes them (Adam's moments of weights
-# whose gradient stays 0 decay geometrically). Measured: a batch-1 Adam step of the MLP in
-# nnlib.bench.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
+# whose gradient stays 0 decay geometrically).
 # Every build also gets the shared codes (activations, losses) as -D options (nnlib/codes.py).
 BUILD_OPTIONS = ("-cl-denorms-are-zero", *build_defines())
 
@@ -238,8 +237,8 @@ class Runtime:
         Host data go into a buffer of their own, copied as it is made: neither the host nor
         the queue waits for the other. ``wait=True`` copies into a buffer from the memory
         pool instead, after every kernel queued so far: for a large array uploaded once, as
-        a training set at the start of a fit (a new buffer's pages cost about 0.4 ms a MB
-        to touch, a pooled one's are mapped already).
+        a training set at the start of a fit (a new buffer's pages are touched for the
+        first time by the copy, a pooled one's are mapped already).
 
         Refuses non-numeric data, NaN/inf (in data copied through the host), arrays of
         another context and a wrong number of dimensions or wrong sizes (``shape`` may hold

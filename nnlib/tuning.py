@@ -1,7 +1,8 @@
 """Autotuning: kernel parameters chosen per device by a short measured search, cached on disk.
 
 The fastest tile size, vector width or work-group size of a kernel depends on the device and
-on its compiler (the same source ran 1.33x numpy's speed on one CPU and 0.25x on another).
+on its compiler (the same source can be faster than numpy on one CPU and far slower on
+another).
 So kernel families ask :func:`tuned` for their parameters: on first use on a device it times
 each candidate on a representative problem, keeps the fastest, and stores the result in a
 JSON file per device and driver, as CLBlast's tuned-parameter database does (there: compiled

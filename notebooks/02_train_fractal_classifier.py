@@ -248,7 +248,7 @@ assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/
 # ### Train on your own kernels
 # The network above ran nnlib's kernels. `nnlib.use_kernels(folder, topics)` makes the layers
 # built after it read `<folder>/<topic>.cl` instead: with your kernels of notebook 01 (the
-# article's design, `variant="seed"`: one work-item per output value), the same classifier
+# article's design, `variant="article"`: one work-item per output value), the same classifier
 # trains on code you wrote. The cell runs once notebook 01's checks pass on `../kernels` (in
 # an nbgrader assignment, copy your `dense.cl`, `activation.cl` and `loss.cl` from 01's
 # `kernels/` first; in the solution workbook `../kernels` holds nnlib's own).
@@ -257,9 +257,9 @@ assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/
 if all(e.check("../kernels") for e in exercises.of_notebook("01_dense_kernels")):
     nnlib.use_kernels("../kernels", topics=("dense", "activation", "loss"))
     own = nnlib.Sequential([
-        nnlib.Dense(240, 128, "tanh", seed=1, variant="seed"),
-        nnlib.Dense(128, 64, "tanh", seed=2, variant="seed"),
-        nnlib.Dense(64, 3, "softmax", seed=3, variant="seed"),
+        nnlib.Dense(240, 128, "tanh", seed=1, variant="article"),
+        nnlib.Dense(128, 64, "tanh", seed=2, variant="article"),
+        nnlib.Dense(64, 3, "softmax", seed=3, variant="article"),
     ], loss="cross_entropy")
     own.fit(x_train, y_train, nnlib.optim.SGD(own.parameters(), lr=0.02, momentum=0.9),
             epochs=5, batch_size=64, seed=0, progress=False)

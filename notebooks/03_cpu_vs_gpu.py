@@ -109,7 +109,7 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 # ## Measured: width and batch
 #
 # `nnlib.bench.dense` times one n -> n tanh layer, forward and forward + backward, with the
-# article's kernels ("seed" in the table) and the fast ones, numpy (1 and 2 BLAS threads) and
+# article's kernels ("article" in the table) and the blocked ones, numpy (1 and 2 BLAS threads) and
 # PyTorch, in one run, on each device that compiles (GFLOP/s: higher is faster; the other
 # devices at width 1024 only, where the designs differ most).
 
@@ -124,16 +124,16 @@ for device in real:
     sizes = (["--widths", "64", "256", "1024", "--batches", "1", "16", "64"] if device == default
              else ["--widths", "1024", "--batches", "1", "64"])
     results[device.name.strip()] = dense.main(
-        sizes + ["--repeat", "3", "--seed-max-width", "1024", "--name", "notebook_dense"])
+        sizes + ["--repeat", "3", "--article-max-width", "1024", "--name", "notebook_dense"])
 rt = nnlib.use_device(default)
 rows = results[default.name.strip()]
 
 # %%
-assert len(rows) == 3 * 3 * 2 and all(r[k] > 0 for r in rows for k in ("seed", "fast", "numpy_2"))
+assert len(rows) == 3 * 3 * 2 and all(r[k] > 0 for r in rows for k in ("article", "blocked", "numpy_2"))
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for key, style in (("seed", "o-"), ("fast", "s-"), ("numpy_1", "^--"), ("numpy_2", "v--"),
+for key, style in (("article", "o-"), ("blocked", "s-"), ("numpy_1", "^--"), ("numpy_2", "v--"),
                    ("torch", "d:")):
     pts = [(r["n"], r["batch"] * 2 * r["n"] ** 2 * 3 / r[key] / 1e6) for r in rows
            if r["batch"] == 64 and r["pass"] == "fwd+bwd" and key in r]
@@ -154,8 +154,8 @@ plt.show()
 # * each OpenCL pass here ends with a wait for the device (its cost is the "round trip" in
 #   the launch table further down): at small widths that fixed cost is all you see, and
 #   numpy, which never leaves the host, is hard to beat;
-# * at width 1024 and batch 16-64, compare the blocked kernels ("fast") with numpy and with
-#   the article's kernels ("seed"): how close "fast" comes to numpy depends on the CPU, on
+# * at width 1024 and batch 16-64, compare the blocked kernels with numpy and with the
+#   article's kernels: how close "blocked" comes to numpy depends on the CPU, on
 #   the PoCL build (see its compiler's CPU target in the device list) and on which kernels
 #   OpenBLAS picked, so two machines rank them differently; the article's kernels stay far
 #   below both;
@@ -179,15 +179,15 @@ assert all(value > 0 for value in limits.values())
 
 # %%
 peak = max(limits["sgemm_1thr_GFLOPs"], limits["sgemm_2thr_GFLOPs"],
-           max(r["fast"] for r in rows))
+           max(r["blocked"] for r in rows))
 intensity = np.logspace(-1, 3, 100)
 plt.figure(figsize=(6, 4))
 plt.plot(intensity, np.minimum(peak, intensity * limits["copy_GBps"]), "k-", label="roof")
 for r in rows:
     if r["pass"] == "fwd":
         ai = dense_intensity(r["n"], r["n"], r["batch"])
-        plt.plot(ai, r["fast"], "s", color=f"C{[1, 16, 64].index(r['batch'])}")
-        plt.plot(ai, r["seed"], "o", color=f"C{[1, 16, 64].index(r['batch'])}", alpha=0.4)
+        plt.plot(ai, r["blocked"], "s", color=f"C{[1, 16, 64].index(r['batch'])}")
+        plt.plot(ai, r["article"], "o", color=f"C{[1, 16, 64].index(r['batch'])}", alpha=0.4)
 for i, b in enumerate((1, 16, 64)):
     plt.plot([], [], "s", color=f"C{i}", label=f"batch {b} (fast: squares, article: circles)")
 plt.xscale("log")
@@ -220,16 +220,16 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 by_threads = {t: run_child("dense", ["--widths", "256", "1024", "--batches", "64",
-                                     "--repeat", "3", "--seed-max-width", "0",
+                                     "--repeat", "3", "--article-max-width", "0",
                                      "--pocl-threads", str(t), "--name", f"notebook_t{t}"])
               for t in (1, 2)}
 
 # %%
-assert all(r["fast"] > 0 for t in (1, 2) for r in by_threads[t]["rows"])
+assert all(r["blocked"] > 0 for t in (1, 2) for r in by_threads[t]["rows"])
 
 # %%
 labels = [f"n {r['n']} {r['pass']}" for r in by_threads[1]["rows"]]
-speedup = [b["fast"] / a["fast"] for a, b in zip(by_threads[1]["rows"], by_threads[2]["rows"])]
+speedup = [b["blocked"] / a["blocked"] for a, b in zip(by_threads[1]["rows"], by_threads[2]["rows"])]
 plt.figure(figsize=(6, 3))
 plt.bar(labels, speedup)
 plt.axhline(2, color="k", ls=":", label="ideal on 2 cores")
@@ -603,7 +603,7 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 # %% [markdown]
 # ## Summary
 #
-# * The same arithmetic runs many times faster (compare "fast" with "seed" in the table above)
+# * The same arithmetic runs many times faster (compare "blocked" with "article" in the table above)
 #   when each work-item keeps a tile of results in registers and walks memory along rows:
 #   that, not OpenCL itself, is what makes a kernel fast on a CPU.
 # * Batch 1 is memory- and launch-bound on every device; large batches are compute-bound.

@@ -335,7 +335,7 @@ plt.show()
 
 # %%
 groups_data = planted_groups(800, 300, seed=0)
-tiny = CATCH(6, seed=0, **mask_tools.TINY)
+tiny = CATCH(6, seed=0, **mask_tools.TRAINABLE)
 tiny.net.mask_generator.weight.set(rng.standard_normal((6, 16)))
 tiny.scale_mean, tiny.scale_std = np.zeros(6), np.ones(6)
 p_x, p_neg = (mask_tools.mask_probabilities(tiny, s, stride=5)
@@ -353,7 +353,7 @@ print("random weights move single windows, mean |prob - 1/2| > 0.1:",
 # q-k cosines of the attention*; its regular term pulls every pair down by the same amount.
 
 # %% tags=["nbval-ignore-output"]
-trained = CATCH(6, seed=0, **mask_tools.TINY)
+trained = CATCH(6, seed=0, **mask_tools.TRAINABLE)
 trained.fit(groups_data["train"], epochs=1, progress=False)
 signal = mask_tools.generator_gradients(trained, groups_data["test"], groups_data["groups"])
 for part, g in signal.items():
@@ -413,7 +413,7 @@ assert best[("both", 1e-2)] > 0.3
 fig, axes = plt.subplots(1, 2, figsize=(7, 3))
 for ax, (label, options) in zip(axes, (("CATCH's design", {}), ("both deviations", {
         "mask_input": "amplitude", "dc_source": "patches"}))):
-    m = CATCH(6, seed=0, **{**mask_tools.TINY, "mask_lr": 1e-2, **options})
+    m = CATCH(6, seed=0, **{**mask_tools.TRAINABLE, "mask_lr": 1e-2, **options})
     m.fit(groups_data["train"], epochs=1, progress=False)
     probs = mask_tools.mask_probabilities(m, groups_data["test"])
     band = int(np.argmax(mask_tools.group_separation(probs, groups_data["groups"])))

@@ -13,13 +13,11 @@ from .isolated import run_isolated
 FUZZ = r"""
 import json, sys, numpy as np, nnlib
 from nnlib import optim
-from nnlib.catch import CATCH
+from nnlib.catch import CATCH, TINY
 from nnlib.checkpoint import CheckpointError, read_npz, save_npz
 
 folder, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(seed)
-TINY = dict(window=16, patch_size=8, patch_stride=8, cf_dim=4, e_layers=1, n_heads=1,
-            head_dim=2, d_ff=4, d_model=2, batch_size=4, inference_patch_size=4)
 X = {"mlp": np.ones((3, 6)), "conv": np.ones((2, 2, 7)), "catch": np.ones((20, 2))}
 
 

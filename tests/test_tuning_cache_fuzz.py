@@ -10,7 +10,6 @@ import logging
 import multiprocessing
 import os
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
