@@ -61,9 +61,21 @@ def _check_context() -> None:
               "'<platform>:<device>', each an index or part of a name (e.g. '0:0', 'portable')")
 
 
-def _check_nnlib() -> None:
-    from .opencl_devices import profile_from_env
+PROFILES = ("device", "gpu")
 
+
+def profile_from_env(value: str | None = None) -> str:
+    """The profile named by ``value`` or, if None, by ``NNLIB_PROFILE`` (unset: "device")."""
+    name = (os.environ.get("NNLIB_PROFILE", "") if value is None else value).strip().lower()
+    if name in ("", "device"):
+        return "device"
+    if name not in PROFILES:
+        raise ValueError(f"unknown nnlib profile {name!r} (NNLIB_PROFILE); choose one of "
+                         f"{PROFILES}: 'gpu' makes a CPU device report a typical GPU's limits")
+    return name
+
+
+def _check_nnlib() -> None:
     for name, allowed in SWITCHES.items():
         value = os.environ.get(name, "").strip()
         if value not in allowed:

@@ -201,7 +201,7 @@ class Sequential:
                              f"inputs {x.shape}: the same shape after the first axis needed")
         if np.iscomplexobj(xv) or not np.isfinite(xv).all():
             raise ValueError("fit: validation inputs must be real and finite")
-        return xv, self._targets(yv, len(yv))
+        return xv, self.targets(yv, len(yv))
 
     @_one_at_a_time
     def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,

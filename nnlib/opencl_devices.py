@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import pyopencl as cl
 
 from . import environment
+from .environment import PROFILES, profile_from_env  # noqa: F401 (re-exported)
 from .sources import program_source
 from .tuning import preferred_device, set_widest_vector, widest_vectors
 
@@ -245,18 +246,6 @@ class Limits:
 # 48 KiB of local memory. Sizes are capped by the real device's: every launch stays legal.
 GPU_PROFILE = {"kind": "GPU", "vector_width": 1, "max_work_group_size": 1024,
                "work_group_multiple": 32, "local_mem_size": 48 * 1024}
-PROFILES = ("device", "gpu")
-
-
-def profile_from_env(value: str | None = None) -> str:
-    """The profile named by ``value`` or, if None, by ``NNLIB_PROFILE`` (unset: "device")."""
-    name = (os.environ.get("NNLIB_PROFILE", "") if value is None else value).strip().lower()
-    if name in ("", "device"):
-        return "device"
-    if name not in PROFILES:
-        raise ValueError(f"unknown nnlib profile {name!r} (NNLIB_PROFILE); choose one of "
-                         f"{PROFILES}: 'gpu' makes a CPU device report a typical GPU's limits")
-    return name
 
 
 def _preferred_multiple(device: cl.Device) -> int:

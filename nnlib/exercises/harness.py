@@ -6,6 +6,7 @@ the student's Python functions called with their errors reported."""
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,8 @@ def call_student(fn, *args):
     except SystemExit:
         raise NotYet(f"{name} called sys.exit (or exit): return the value instead") from None
     except ImportError as err:
-        if "halted; None in sys.modules" not in str(err):
+        top = (err.name or "").split(".")[0]
+        if not (top in sys.modules and sys.modules[top] is None):  # not a blocked shortcut
             raise NotYet(f"{name} raised {type(err).__name__}: {err}") from None
         raise NotYet(f"Your function uses {err.name}, which this exercise leaves out: the "
                      f"point is to compute it yourself, with numpy.") from None
