@@ -133,7 +133,7 @@ print(f"accuracy: train {accuracy(x_train, y_train):.3f}, test {accuracy(x_test,
 # %%
 baseline = np.mean(y_test == 2)
 assert accuracy(x_train, y_train) > 0.9  # memorised
-assert 0.5 < accuracy(x_test, y_test) < baseline + 0.05  # no better than the constant answer
+assert 0.5 < accuracy(x_test, y_test) < baseline + 0.05  # within noise of the constant answer
 
 # %% [markdown]
 # The training loss keeps falling while the test loss turns up after a few epochs: the network
@@ -164,8 +164,11 @@ assert all(confusion[k, k] / confusion[:, k].sum() > 2 * base_rate for k in (0, 
 # %% [markdown]
 # ## What the accuracy means
 #
-# Compare the test accuracy printed above with the 74% of the constant answer: the network
-# does not beat it (the assertion under it checks this on every run).
+# Compare the test accuracy printed above with the 74.5% of the constant answer: the network
+# does not beat it by any margin worth having. The assertion under the printout checks, on
+# every run, that the test accuracy stays below the constant answer's plus 5 points: another
+# device sums floats in another order and trains a slightly different network, so a point
+# or two either way is noise, not skill.
 # Accuracy is the wrong lens here, though. Its precision on the two fractal classes (the
 # candles a trader would act on) is several times the 13% base rate, and that is less
 # impressive than it sounds: half of the fractal condition (the newest high above the two

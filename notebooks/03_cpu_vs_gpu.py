@@ -239,9 +239,15 @@ plt.legend()
 plt.show()
 
 # %% [markdown]
-# Compare the bars: a large product can use both cores; a small one often cannot, because
+# Read the bars against the dotted line. On a machine whose two cores are both free, a
+# large product (n 1024) can come close to 2, and a small one (n 256) often cannot, because
 # its work is split into too few work-groups, and because the Python thread that enqueues
-# the kernels shares the same two cores.
+# the kernels shares the same two cores. On a shared or busy machine bars below 1 are
+# common: a launch ends with its slowest work-group, and one that waits for a core another
+# process holds delays the whole launch. The tables above tell the two apart: their
+# `np 1thr` and `np 2thr` columns are numpy with one BLAS thread and with two, in the same
+# run. Where numpy gains from the second thread and the kernel does not, the kernel is the
+# limit; where neither gains, the machine is. Look at your bars before you conclude either.
 #
 # ## Launch overhead and transfers
 #
@@ -282,8 +288,10 @@ assert costs and all(r["us"] > 0 for r in costs)
 # * beware of subnormal numbers (magnitudes below 1.2e-38): once a weight's gradient stays 0,
 #   Adam's moments decay towards them, and many CPUs compute on them far more slowly (a
 #   training step on one batch, repeated until its loss reached 0, slowed down markedly when
-#   we tried it). nnlib builds every kernel with `-cl-denorms-are-zero`, which flushes them
-#   to 0 as GPUs do.
+#   we tried it). nnlib builds every kernel with `-cl-denorms-are-zero`, which allows the
+#   compiler to flush them to 0; PoCL's CPU device does. GPUs differ: NVIDIA's compute
+#   float32 subnormals at full speed, and flush them only in code built with flush-to-zero
+#   (CUDA's `-ftz=true`, which `--use_fast_math` implies).
 #
 # ## One training step, kernel by kernel
 #
@@ -324,13 +332,14 @@ assert [r["batch"] for r in steps] == [64, 1] and all(r["nnlib"] > 0 for r in st
 # %% [markdown]
 # ## When does a GPU win?
 #
-# A GPU has tens of thousands of lanes and many times a CPU's memory bandwidth, but every
-# launch and every transfer crosses PCIe. It wins when there is enough work per launch to fill it:
-# wide layers and large batches (high on the roofline's intensity axis). At batch 1 with
-# small layers, a CPU, or numpy without OpenCL at all, is often faster, which is why the
-# article's 9.35x is a statement about its baseline (interpreted MQL5 loops, one sample at a
-# time) more than about OpenCL: `python -m nnlib.bench.seed_experiment` repeats its experiment
-# against a numpy baseline.
+# A GPU has thousands of float32 lanes (an H100 SXM: 132 multiprocessors of 128, 16,896
+# lanes; a CPU core has 8 or 16 in one AVX2 or AVX-512 vector) and many times a CPU's memory
+# bandwidth, but every launch and every transfer crosses PCIe. It wins when there is enough
+# work per launch to fill it: wide layers and large batches (high on the roofline's
+# intensity axis). At batch 1 with small layers, a CPU, or numpy without OpenCL at all, is
+# often faster, which is why the article's 9.35x is a statement about its baseline
+# (interpreted MQL5 loops, one sample at a time) more than about OpenCL: `python -m
+# nnlib.bench.seed_experiment` repeats its experiment against a numpy baseline.
 #
 # ### A GPU's roofline, as a model
 #
@@ -544,19 +553,19 @@ print("fused and layer-by-layer weights agree within 1e-4:", worst < 1e-4)
 assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 
 # %% [markdown]
-# Where it stops paying. One work-group runs on one compute unit: one core of a CPU, one of
-# the dozens of multiprocessors of a GPU. On a GPU `FusedMLP` therefore splits each step of a
-# batch over the compute units (`fused.groups(batch)` work-groups, each with a slice of at
-# least one register tile of samples): every work-group runs forward and backward for its
-# slice and leaves that slice's gradient, and a second launch sums the gradients and updates
-# the weights. Two launches a step instead of a dozen. On a CPU it keeps one work-group and a
-# run of steps per launch: a split step (`fit(..., groups=2)`) costs a second launch and a
-# sum, and PoCL's other threads must wake up for every short kernel, which often takes longer
-# than the kernel (`python -m nnlib.bench.seed_experiment` times both ways on your machine).
-# As the batch grows and the work per step outweighs the launches, the two paths come closer:
-# compare the ratios below. And each work-group's slice must fit in local memory, a few tens
-# of KiB on a GPU: wide layers or large batches simply do not fit (`FusedMLP` says so and how
-# large a batch would).
+# Where it stops paying. One work-group runs on one compute unit: one logical CPU of a CPU
+# (under PoCL), one of the dozens of multiprocessors of a GPU. On a GPU `FusedMLP` therefore
+# splits each step of a batch over the compute units (`fused.groups(batch)` work-groups, each
+# with a slice of at least one register tile of samples): every work-group runs forward and
+# backward for its slice and leaves that slice's gradient, and a second launch sums the
+# gradients and updates the weights. Two launches a step instead of a dozen. On a CPU it keeps
+# one work-group and a run of steps per launch: a split step (`fit(..., groups=2)`) costs a
+# second launch and a sum, and PoCL's other threads must wake up for every short kernel, which
+# often takes longer than the kernel (`python -m nnlib.bench.seed_experiment` times both ways
+# on your machine). As the batch grows and the work per step outweighs the launches, the two
+# paths come closer: compare the ratios below. And each work-group's slice must fit in local
+# memory, a few tens of KiB on a GPU: wide layers or large batches simply do not fit
+# (`FusedMLP` says so and how large a batch would).
 
 # %% tags=["nbval-ignore-output"]
 limit = rt.local_mem_size
