@@ -180,17 +180,7 @@ inline void name(global float *restrict p, global float *restrict s1,           
 UPDATE(update1, float, load1, store1)
 UPDATE(updatev, floatv, LOAD_BY_HAND, STORE_BY_HAND)
 
-// act'(y) on VW values at once, as activate_grad() in activation.cl.
-inline floatv activate_gradv(floatv y, int act)
-{
-    switch (act) {
-    case ACT_TANH: return 1.0f - y * y;
-    case ACT_SIGMOID: return y * (1.0f - y);
-    case ACT_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(0.0f);
-    case ACT_LEAKY_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(LEAKY_SLOPE);
-    default: return (floatv)(1.0f);
-    }
-}
+ACTIVATE_GRADV(activate_gradv, floatv)  // act'(y) on VW values at once (activation.cl)
 
 // INPUT_GRAD(name, T, load, store, grad, S): the input gradient times the derivative of the
 // activation `below` that gave the layer's input a,
