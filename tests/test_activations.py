@@ -34,7 +34,7 @@ def activation_switches() -> dict:
         text = path.read_text()
         for match in _SWITCH.finditer(text):
             depth, end = 0, match.end() - 1
-            for end in range(match.end() - 1, len(text)):  # noqa: B007 (the switch's end)
+            for end in range(match.end() - 1, len(text)):
                 depth += {"{": 1, "}": -1}.get(text[end], 0)
                 if depth == 0:
                     break
