@@ -12,6 +12,7 @@ inline float activate(float z, int act)
     case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
     case ACT_RELU: return z > 0.0f ? z : 0.0f;
     case ACT_LEAKY_RELU: return z > 0.0f ? z : LEAKY_SLOPE * z;
+    case ACT_SILU: return z / (1.0f + exp(-z));
     case ACT_NONE:
     case ACT_SOFTMAX:
     default: return z;
@@ -27,6 +28,7 @@ inline float4 activate4(float4 z, int act)
     case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
     case ACT_RELU: return select((float4)(0.0f), z, z > 0.0f);
     case ACT_LEAKY_RELU: return select(LEAKY_SLOPE * z, z, z > 0.0f);
+    case ACT_SILU: return z / (1.0f + exp(-z));
     case ACT_NONE:
     case ACT_SOFTMAX:
     default: return z;
@@ -45,6 +47,10 @@ inline float activate_grad(float y, int act)
     case ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
     case ACT_LEAKY_RELU: return y > 0.0f ? 1.0f : LEAKY_SLOPE;
     // ### END SOLUTION
+    case ACT_SILU: {  // written with z: y does not determine z
+        float s = 1.0f / (1.0f + exp(-y));
+        return s * (1.0f + y * (1.0f - s));
+    }
     case ACT_NONE:
     default: return 1.0f;
     }

@@ -49,6 +49,11 @@ def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
+def _silu_grad(z):
+    s = _sigmoid(z)
+    return s * (1 + z * (1 - s))
+
+
 TABLE = (
     Activation("none", 0, lambda z: z, np.ones_like, "y", "1"),
     Activation("tanh", 1, np.tanh, lambda y: 1 - y * y, "y", "1 - y*y"),
@@ -59,6 +64,8 @@ TABLE = (
                lambda y: np.where(y > 0, 1, LEAKY_SLOPE).astype(y.dtype), "y",
                "1 where y > 0, else LEAKY_SLOPE"),
     Activation("softmax", 5, softmax, None, "row", None),
+    Activation("silu", 6, lambda z: z * _sigmoid(z), _silu_grad, "z",
+               "sigmoid(z) (1 + z (1 - sigmoid(z)))"),
 )
 
 BY_NAME = {a.name: a for a in TABLE}
