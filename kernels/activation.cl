@@ -2,7 +2,8 @@
 // the kernels' half of the activation table nnlib/activations.py, which gives the codes
 // ACT_NONE, ACT_TANH, ... and LEAKY_SLOPE as -D build options. Every switch here has a case
 // for each code of the table (tests/test_activations.py checks it); a launcher refuses any
-// other code (nnlib/codes.py, CODED_ARGUMENTS), so no switch's default is ever reached.
+// other code (nnlib/codes.py, CODED_ARGUMENTS), so no switch's default is ever reached. The
+// vector derivative of fused_mlp.cl is activation_vector.h's.
 
 // act(z); softmax is applied per row by softmax_rows, so it passes z through here.
 inline float activate(float z, int act)
@@ -54,22 +55,6 @@ inline float activate_grad(float y, int act)
     case ACT_NONE:
     default: return 1.0f;
     }
-}
-
-// ACTIVATE_GRADV(name, T): name(y, act) = act'(y) on a vector T of floats at once, as
-// activate_grad(), for the activations whose derivative is written with y; made by a file once
-// it has its vector type (fused_mlp.cl: floatv).
-#define ACTIVATE_GRADV(name, T)                                                          \
-inline T name(T y, int act)                                                              \
-{                                                                                        \
-    switch (act) {                                                                       \
-    case ACT_TANH: return 1.0f - y * y;                                                  \
-    case ACT_SIGMOID: return y * (1.0f - y);                                             \
-    case ACT_RELU: return y > 0.0f ? (T)(1.0f) : (T)(0.0f);                              \
-    case ACT_LEAKY_RELU: return y > 0.0f ? (T)(1.0f) : (T)(LEAKY_SLOPE);                 \
-    case ACT_NONE:                                                                       \
-    default: return (T)(1.0f);                                                           \
-    }                                                                                    \
 }
 
 // One work-item per element: y = act(z) (any activation except softmax), for a layer that

@@ -48,6 +48,7 @@ typedef struct {
 } Hyper;
 
 #include "floatv.h"
+#include "activation_vector.h"
 #define RB 4  // forward tile: weight rows (sum_lanes4 and activate4_inline take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
@@ -179,8 +180,6 @@ inline void name(global float *restrict p, global float *restrict s1,           
 #endif
 UPDATE(update1, float, load1, store1)
 UPDATE(updatev, floatv, LOAD_BY_HAND, STORE_BY_HAND)
-
-ACTIVATE_GRADV(activate_gradv, floatv)  // act'(y) on VW values at once (activation.cl)
 
 // INPUT_GRAD(name, T, load, store, grad, S): the input gradient times the derivative of the
 // activation `below` that gave the layer's input a,

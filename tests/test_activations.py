@@ -16,14 +16,12 @@ from nnlib.sources import kernel_dir
 
 # The functions of kernels/*.cl that switch on an activation code, and the codes each must
 # have a case for: the forward ones every code (softmax passes z through), activate_grad every
-# elementwise one, the vector derivative of fused_mlp.cl (which keeps only y) those written
-# with y.
+# elementwise one, the vector derivative (activation_vector.h, for fused_mlp.cl, which keeps
+# only y) those written with y.
 SWITCHES = {"activate": list(BY_NAME), "activate4": list(BY_NAME),
-            "activate_grad": ELEMENTWISE, "ACTIVATE_GRADV": FROM_Y}
+            "activate_grad": ELEMENTWISE, "activate_gradv": FROM_Y}
 
-# a function's first line (not one inside a macro, which ends in a backslash) or a macro's
-_FUNCTION = re.compile(r"^(?:inline\s+\w+\s+(\w+)\(.*[^\\\s]\s*$|#define\s+(\w+)\()",
-                       re.MULTILINE)
+_FUNCTION = re.compile(r"^inline\s+\w+\s+(\w+)\(", re.MULTILINE)
 _SWITCH = re.compile(r"switch\s*\((\w+)\)\s*\{")
 
 
@@ -41,7 +39,7 @@ def activation_switches() -> dict:
             labels = set(re.findall(r"\bcase\s+(ACT_\w+)\s*:", text[match.end():end]))
             if labels:
                 head = list(_FUNCTION.finditer(text, 0, match.start()))[-1]
-                found[head.group(1) or head.group(2)] = labels
+                found[head.group(1)] = labels
     return found
 
 
