@@ -46,6 +46,7 @@ typedef struct {
 } Hyper;
 
 #include "floatv.h"
+#include "activation_vector.h"
 #define RB 4  // forward tile: weight rows (sum_lanes4 and activate4_inline take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
@@ -177,18 +178,6 @@ inline void name(global float *restrict p, global float *restrict s1,           
 #endif
 UPDATE(update1, float, load1, store1)
 UPDATE(updatev, floatv, LOAD_BY_HAND, STORE_BY_HAND)
-
-// act'(y) on VW values at once, as activate_grad() in activation.cl.
-inline floatv activate_gradv(floatv y, int act)
-{
-    switch (act) {
-    case ACT_TANH: return 1.0f - y * y;
-    case ACT_SIGMOID: return y * (1.0f - y);
-    case ACT_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(0.0f);
-    case ACT_LEAKY_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(LEAKY_SLOPE);
-    default: return (floatv)(1.0f);
-    }
-}
 
 // INPUT_GRAD(name, T, load, store, grad, S): the input gradient times the derivative of the
 // activation `below` that gave the layer's input a,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from .activations import BY_NAME
 from .codes import ACTIVATIONS, LOSSES
 from .layers.dense import Dense
 from .loss import DeviceLoss
@@ -66,6 +67,10 @@ class FusedMLP:
             raise TypeError("FusedMLP needs a Sequential of Dense layers only")
         if any(layer.activation == "softmax" for layer in layers[:-1]):
             raise ValueError("FusedMLP: softmax is only supported on the last layer")
+        keeps_z = [layer.activation for layer in layers if BY_NAME[layer.activation].needs == "z"]
+        if keeps_z:
+            raise ValueError(f"FusedMLP keeps only each layer's output y; the derivative of "
+                             f"{keeps_z[0]} needs z: train with net.fit")
         if net.loss == "mse" and layers[-1].activation == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
         if len({id(layer) for layer in layers}) != len(layers):

@@ -169,8 +169,8 @@ class Sequential:
         out = self.forward(x)
         target = self.targets(y, out.shape[0])
         rows = self.loss_function.rows(out, target, loss_buf, offset)
-        fused.backward(self.loss_function.output_gradient(
-            out, target, getattr(self.layers[-1], "activation", "none")))
+        top = getattr(self.layers[-1], "activation", "none") if fused.chain else "none"
+        fused.backward(self.loss_function.output_gradient(out, target, top))
         optimizer.step()
         divisor = self.loss_function.divisor(out)
         if loss_buf is None:

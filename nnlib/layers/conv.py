@@ -27,6 +27,7 @@ from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
 from ..registry import LAYERS
 from ..sizes import ceil_div, vector_width
+from .activation import DeviceActivation
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
@@ -201,8 +202,9 @@ class Conv1d(_Conv1dBase):
     """Real 1-D convolution, y = act(z) with z[b, v, f, t] = bias[g, f]
     + sum_k weight[g, f, k] x[b, v, t*step + k] (see the module docstring for the shapes).
 
-    ``activation``: none, tanh, sigmoid, relu, leaky_relu. Initialised like torch.nn.Conv1d:
-    uniform in +-1/sqrt(window). Adam-mini blocks: one per filter (weight), one per bias.
+    ``activation``: an elementwise one of the activation table (:mod:`nnlib.activations`).
+    Initialised like torch.nn.Conv1d: uniform in +-1/sqrt(window). Adam-mini blocks: one per
+    filter (weight), one per bias.
     """
 
     def __init__(self, window: int, step: int, filters: int, variables: int,
@@ -213,6 +215,7 @@ class Conv1d(_Conv1dBase):
         if self.act == ACTIVATIONS["softmax"]:
             raise ValueError("Conv1d: softmax is not an elementwise activation")
         self.activation = activation
+        self._activation = DeviceActivation(self.runtime, activation)
         rng = np.random.default_rng(seed)
         bound = 1.0 / np.sqrt(self.window)
         shapes = self.parameter_shapes(self.config())
@@ -220,22 +223,19 @@ class Conv1d(_Conv1dBase):
                                 block_size=self.window, runtime=self.runtime)
         self.bias = Parameter(rng.uniform(-bound, bound, shapes["bias"]), "bias", block_size=1,
                               runtime=self.runtime)
-        self._act_backward = self.runtime.launcher("activation", "activation_backward")
 
     def forward(self, x):
         x = self._take_input(x)
-        y = self.runtime.empty(self.output_shape(x.shape[0], x.shape[2]))
-        self._conv_forward(x, y, np.int32(self.act))
-        self.save_for_backward(x, y)
+        out = self.runtime.empty(self.output_shape(x.shape[0], x.shape[2]))
+        self._conv_forward(x, out, np.int32(self._activation.in_product))
+        y, s = self._activation.apply(out)
+        self.save_for_backward(x, y, s)
         return y
 
     def backward(self, grad_out):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
         dy = self._take_grad(grad_out)
-        dz = self.runtime.empty(dy.shape)
-        self._act_backward((dy.size,), None, self.saved()[1].data, dy.data,
-                           dz.data, np.int32(dy.size), np.int32(self.act))
-        return self._conv_backward(dz)
+        return self._conv_backward(self._activation.backward(self.saved()[2], dy))
 
 
 @LAYERS.register

@@ -14,9 +14,11 @@ import warnings
 
 import numpy as np
 
+from ..activations import activation
 from ..codes import ACTIVATIONS, activation_code
 from ..parameter import Parameter
 from ..registry import LAYERS
+from .activation import DeviceActivation
 from .base import Layer, check_seed, positive_int
 from .dense_article import ArticleDenseKernels
 from .dense_blocked import BlockedDenseKernels, measure  # noqa: F401
@@ -53,8 +55,8 @@ class Dense(Layer):
     """A fully connected layer with ``weight`` (n_out, n_in) and ``bias`` (n_out,).
 
     Initialised like ``torch.nn.Linear``: uniform in +-1/sqrt(n_in), from ``seed``.
-    ``activation`` is one of none, tanh, sigmoid, relu, leaky_relu, softmax; ``variant`` the
-    design of its kernels, "blocked" or "article" (:func:`DenseKernels`).
+    ``activation``: a name of the activation table (:mod:`nnlib.activations`); ``variant``
+    the design of its kernels, "blocked" or "article" (:func:`DenseKernels`).
     """
 
     choices = {"variant": VARIANTS + tuple(RENAMED)}  # arguments that name one of a list
@@ -81,7 +83,7 @@ class Dense(Layer):
                               runtime=self.runtime)
         self.kernels = DenseKernels(self.runtime, variant)
         rt = self.runtime
-        self._act_backward = rt.launcher("activation", "activation_backward")
+        self._activation = DeviceActivation(rt, activation)
         self._softmax = rt.launcher("activation", "softmax_rows")
         self._softmax_backward = rt.launcher("activation", "softmax_backward_rows")
 
@@ -104,38 +106,43 @@ class Dense(Layer):
         batch = x.shape[0]
         if batch == 0:
             raise ValueError("Dense input: batch is empty")
-        y = self.runtime.empty((batch, self.n_out))
-        self.kernels.forward(x, self.weight.value, self.bias.value, y, self.act)
+        out = self.runtime.empty((batch, self.n_out))
+        self.kernels.forward(x, self.weight.value, self.bias.value, out,
+                             self._activation.in_product)
         if self.act == ACTIVATIONS["softmax"]:
-            self._softmax((batch,), None, y.data, np.int32(batch), np.int32(self.n_out))
-        self.save_for_backward(x, y)
+            self._softmax((batch,), None, out.data, np.int32(batch), np.int32(self.n_out))
+        y, s = self._activation.apply(out)
+        self.save_for_backward(x, y, s)
         return y
 
     def backward(self, grad_out):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
-        _, y = self.saved()
+        _, y, s = self.saved()
         dy = self.runtime.to_device(grad_out, "Dense grad_out", shape=y.shape)
-        dz = self.runtime.empty(dy.shape)
         if self.act == ACTIVATIONS["softmax"]:
             rows, cols = dy.shape
+            dz = self.runtime.empty(dy.shape)
             self._softmax_backward((rows,), None, y.data, dy.data, dz.data,
                                    np.int32(rows), np.int32(cols))
         else:
-            self._act_backward((dy.size,), None, y.data, dy.data, dz.data,
-                               np.int32(dy.size), np.int32(self.act))
+            dz = self._activation.backward(s, dy)
         return self.backward_preactivation(dz)
 
     def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
                                accumulate: bool = True):
         """dL/dx from dL/dz (z = x W^T + b, before the activation); accumulates grads.
 
-        For Sequential's training step: ``input_act`` (the previous layer's activation, not
-        softmax) returns that layer's dL/dz instead, in the same kernel; ``input_grad=False``
-        returns None (the first layer); ``accumulate=False`` overwrites the grads.
+        For Sequential's training step: ``input_act`` (the previous layer's activation, one
+        whose derivative is written with its output y, this layer's input) returns that
+        layer's dL/dz instead, in the same kernel; ``input_grad=False`` returns None (the
+        first layer); ``accumulate=False`` overwrites the grads.
         """
-        x, _ = self.saved()
-        if input_act == "softmax":
-            raise ValueError("backward_preactivation: softmax's derivative is not elementwise")
+        x = self.saved()[0]
+        needs = activation(input_act).needs
+        if needs != "y":
+            raise ValueError(f"backward_preactivation: {input_act}'s derivative "
+                             + ("is not elementwise" if needs == "row" else
+                                "needs its layer's z, not this layer's input"))
         self.kernels.backward_weight(dz, x, self.weight.grad, self.bias.grad, accumulate)
         if not input_grad:
             return None
