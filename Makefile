@@ -23,34 +23,51 @@ KERNEL_TESTS := tests/test_batches.py tests/test_dense.py tests/test_complex_con
                 tests/test_fft.py tests/test_optim.py tests/test_fused.py tests/test_attention.py \
                 tests/test_softmax.py tests/test_transformer.py
 
-.PHONY: workbook test lab setup setup-test doctor unit notebooks gpu-profile other-devices \
-        notebook exercises assignments browser trust site clean
+# `make quick`: the core kernels against their numpy references, without nbval and without
+# the tests that build every tuning candidate (-k "not every_")
+QUICK_TESTS := tests/test_runtime.py tests/test_launcher.py tests/test_dense.py \
+               tests/test_softmax.py tests/test_fft.py tests/test_optim.py
+# VERBOSE=1: let the notebooks' compiler warnings and benchmark output through to the terminal
+RUN_NOTEBOOKS := $(PY) tools/run_notebooks.py $(if $(filter-out 0,$(VERBOSE)),--verbose)
+# LAB_OPTS: extra options for JupyterLab, e.g. LAB_OPTS="--no-browser --port 8888 --ip 0.0.0.0"
+LAB_OPTS ?=
 
-## make workbook: set up, then execute every notebook in order into build/workbook/
+.PHONY: workbook test quick lab setup setup-test doctor unit notebooks gpu-profile \
+        other-devices notebook exercises assignments browser trust site clean
+
+## make workbook: set up, then execute every notebook in order into build/workbook/ (one
+## line per notebook; the kernels' own output goes to build/workbook/logs/ unless VERBOSE=1)
 workbook: setup doctor
-	$(PY) tools/run_notebooks.py --out build/workbook
+	$(RUN_NOTEBOOKS) --out build/workbook
 
 ## make test: set up with the test extras, then unit tests and nbval on the default device,
 ## both again under the GPU profile (NNLIB_PROFILE=gpu: a GPU's limits, so its code paths run),
 ## then nbval on every other device that compiles; all against the same stored outputs
 test: setup-test doctor unit notebooks gpu-profile other-devices
 
+## make quick: set up with pytest only (not the test extras: the PyTorch comparisons are
+## skipped), then the core kernels' unit tests: a check in minutes that the device computes right
+quick: setup doctor
+	$(PY) -m pip install -q pytest pytest-xdist
+	$(PYTEST) -k "not every_" $(QUICK_TESTS)
+
 ## make other-devices: the kernel tests and nbval on every other device that compiles (e.g. a
 ## second PoCL build)
 
-## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml)
+## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml); LAB_OPTS
+## passes options to it, e.g. make lab LAB_OPTS="--no-browser --port 8888 --ip 0.0.0.0"
 lab: setup doctor trust
-	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
+	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_OPTS) notebooks/
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
 setup: $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[course]"
 
 setup-test: $(PY)
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[course,test]"
 
 ## make doctor: check that an OpenCL device can compile kernels; on Debian/Ubuntu as root,
 ## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022)
@@ -80,7 +97,7 @@ other-devices:
 ## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it
 notebook:
 	$(VENV)/bin/jupytext --to ipynb --update $(NB)
-	$(PY) tools/run_notebooks.py --inplace $(NB:.py=.ipynb)
+	$(RUN_NOTEBOOKS) --inplace $(NB:.py=.ipynb)
 
 ## make exercises: the notebooks and kernel files without their solutions, in build/exercises/
 exercises: setup

@@ -1,6 +1,9 @@
-// Activation functions shared by the layer kernels (joined with `// requires: activation.cl`).
-// The codes ACT_NONE, ACT_TANH, ... ACT_SOFTMAX and LEAKY_SLOPE come from nnlib/codes.py as
-// -D build options.
+// Activation functions shared by the layer kernels (joined with `// requires: activation.cl`):
+// the kernels' half of the activation table nnlib/activations.py, which gives the codes
+// ACT_NONE, ACT_TANH, ... and LEAKY_SLOPE as -D build options. Every switch here has a case
+// for each code of the table (tests/test_activations.py checks it); a launcher refuses any
+// other code (nnlib/codes.py, CODED_ARGUMENTS), so no switch's default is ever reached. The
+// vector derivative of fused_mlp.cl is activation_vector.h's.
 
 // act(z); softmax is applied per row by softmax_rows, so it passes z through here.
 inline float activate(float z, int act)
@@ -10,6 +13,9 @@ inline float activate(float z, int act)
     case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
     case ACT_RELU: return z > 0.0f ? z : 0.0f;
     case ACT_LEAKY_RELU: return z > 0.0f ? z : LEAKY_SLOPE * z;
+    case ACT_SILU: return z / (1.0f + exp(-z));
+    case ACT_NONE:
+    case ACT_SOFTMAX:
     default: return z;
     }
 }
@@ -23,11 +29,15 @@ inline float4 activate4(float4 z, int act)
     case ACT_SIGMOID: return 1.0f / (1.0f + exp(-z));
     case ACT_RELU: return select((float4)(0.0f), z, z > 0.0f);
     case ACT_LEAKY_RELU: return select(LEAKY_SLOPE * z, z, z > 0.0f);
+    case ACT_SILU: return z / (1.0f + exp(-z));
+    case ACT_NONE:
+    case ACT_SOFTMAX:
     default: return z;
     }
 }
 
-// d act / d z written with the output y = act(z), as the article's design does.
+// d act / d z written with the output y = act(z), as the article's design does (or with z
+// for an activation whose derivative needs it: the table's `needs`).
 inline float activate_grad(float y, int act)
 {
     switch (act) {
@@ -38,11 +48,26 @@ inline float activate_grad(float y, int act)
     case ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
     case ACT_LEAKY_RELU: return y > 0.0f ? 1.0f : LEAKY_SLOPE;
     // ### END SOLUTION
+    case ACT_SILU: {  // written with z: y does not determine z
+        float s = 1.0f / (1.0f + exp(-y));
+        return s * (1.0f + y * (1.0f - s));
+    }
+    case ACT_NONE:
     default: return 1.0f;
     }
 }
 
-// One work-item per element: dz = dy * act'(y) (any activation except softmax).
+// One work-item per element: y = act(z) (any activation except softmax), for a layer that
+// keeps z because its activation's derivative needs it.
+kernel void activation_forward(global const float *z, global float *y, int n, int act)
+{
+    int i = get_global_id(0);
+    if (i < n)
+        y[i] = activate(z[i], act);
+}
+
+// One work-item per element: dz = dy * act'(s) (any activation except softmax), s the output
+// y, or z for an activation whose derivative needs it.
 kernel void activation_backward(global const float *y, global const float *dy,
                                 global float *dz, int n, int act)
 {

@@ -192,8 +192,8 @@ kernel void layer_norm_backward_params(global const float *dy, global const floa
 
 // One work-item per element: the exact GELU x Phi(x) = x (1 + erf(x / sqrt 2)) / 2.
 // erf(v) by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, float32's own rounding):
-// PoCL's built-in erf is not vectorised and took 45 ms for 122,880 elements on the
-// 2-core test machine, this 1.2 ms (benchmarks.catch --compare profiles the step).
+// PoCL's built-in erf is not vectorised and is much slower (python -m nnlib.bench.catch
+// --compare profiles the step).
 inline float erf_fast(float v)
 {
     float a = fabs(v), t = 1.0f / (1.0f + 0.3275911f * a);

@@ -428,21 +428,21 @@ kernel void cconv1d_weight_reduce(global const float2 *part, global float2 *dw,
         db[g * filters + f] += sum;
 }
 
-// One work-item per element: y = act(z), a complex activation of complex.cl.
+// One work-item per element: y = cact(z), a complex activation of complex.cl.
 kernel void complex_activation_forward(global const float2 *z, global float2 *y, int count,
-                                       int act, float modrelu_b)
+                                       int cact, float modrelu_b)
 {
     int i = get_global_id(0);
     if (i < count)
-        y[i] = cactivate(z[i], act, modrelu_b);
+        y[i] = cactivate(z[i], cact, modrelu_b);
 }
 
 // One work-item per element: G_z from G_y (conjugate convention).
 kernel void complex_activation_backward(global const float2 *z, global const float2 *y,
                                         global const float2 *gy, global float2 *gz, int count,
-                                        int act, float modrelu_b)
+                                        int cact, float modrelu_b)
 {
     int i = get_global_id(0);
     if (i < count)
-        gz[i] = cactivate_grad(z[i], y[i], gy[i], act, modrelu_b);
+        gz[i] = cactivate_grad(z[i], y[i], gy[i], cact, modrelu_b);
 }

@@ -15,8 +15,7 @@
 // PoCL 3.0 (PyPI's build), which calls rather than inlines builtins such as vloadN, fma, min
 // and tanh: vectors loaded by hand (floatv.h's LOAD_BY_HAND), activations four outputs at a
 // time with tanh inline (activate4_inline), and every loop over a tile unrolled so that its
-// accumulators stay in registers (the batch-64 classifier's step: 837 -> about 200 us on one
-// Zen 4 core, nnlib.bench.seed_experiment).
+// accumulators stay in registers (python -m nnlib.bench.seed_experiment times the step).
 // requires: activation.cl
 
 #ifndef VW
@@ -31,7 +30,6 @@
 #define RULE_SGD 0
 #define RULE_MOMENTUM 1
 #define RULE_ADAM 2
-#define LOSS_MSE 0
 
 // The network table `net`, TABLE ints per layer l:
 //   [w, b]        offsets of the weight (n_out, n_in) and bias in the flat parameter array
@@ -48,6 +46,7 @@ typedef struct {
 } Hyper;
 
 #include "floatv.h"
+#include "activation_vector.h"
 #define RB 4  // forward tile: weight rows (sum_lanes4 and activate4_inline take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
@@ -56,8 +55,8 @@ typedef struct {
 // activate4 with tanh as a rational function, tanh(x) ~ x P(x^2) / Q(x^2) on [-9, 9] and +-1
 // beyond (the Pade-like form of fast tanh in vectorised math libraries; coefficients fitted by
 // weighted least squares on the relative error): within 4e-7 of tanh, about 6 float32 ulp.
-// PoCL calls its vector tanh, about 27 cycles for four values; this is ten multiply-adds and a
-// division, inline (the classifier's forward pass: 100 -> 75 us a step on one Zen 4 core).
+// PoCL calls its vector tanh (a function call per four values); this is ten multiply-adds and
+// a division, inline.
 inline float4 activate4_inline(float4 z, int act)
 {
     if (act != ACT_TANH)
@@ -179,18 +178,6 @@ inline void name(global float *restrict p, global float *restrict s1,           
 #endif
 UPDATE(update1, float, load1, store1)
 UPDATE(updatev, floatv, LOAD_BY_HAND, STORE_BY_HAND)
-
-// act'(y) on VW values at once, as activate_grad() in activation.cl.
-inline floatv activate_gradv(floatv y, int act)
-{
-    switch (act) {
-    case ACT_TANH: return 1.0f - y * y;
-    case ACT_SIGMOID: return y * (1.0f - y);
-    case ACT_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(0.0f);
-    case ACT_LEAKY_RELU: return y > 0.0f ? (floatv)(1.0f) : (floatv)(LEAKY_SLOPE);
-    default: return (floatv)(1.0f);
-    }
-}
 
 // INPUT_GRAD(name, T, load, store, grad, S): the input gradient times the derivative of the
 // activation `below` that gave the layer's input a,

@@ -189,6 +189,8 @@ kernel void adam_mini_update(global float *w, global const float *g, global floa
 // d = b2 d + (1-b2) diff; u = g + b2 diff; n = b3 n + (1-b3) u^2;
 // denom = sqrt(n) / sqrt_bc3 + eps; step = step_size m / denom + step_size_d d / denom;
 // proximal decay: w = (w - step) / (1 + lr wd); no_prox: w = w (1 - lr wd) - step.
+// The host folds the bias corrections into three numbers per step: step_size = lr / (1 - b1^t),
+// step_size_d = lr b2 / (1 - b2^t) and sqrt_bc3 = sqrt(1 - b3^t).
 // One work-item per VW elements.
 kernel void adan_update(global float *w, global const float *g, global float *m,
                         global float *d, global float *nu, global float *g_prev,

@@ -5,6 +5,7 @@ Taught in notebooks/00_devices.
 
 from . import catch, data, fft, fused, optim, reference, tuning
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from .environment import EnvironmentSettingError, ForkedProcessError
 from .layers import ComplexConv1d, Conv1d, Dense, Layer
 from .network import Sequential
 from .parameter import Parameter
@@ -22,7 +23,7 @@ from .runtime import (
 
 __all__ = [
     "Checkpoint", "CheckpointError", "ComplexConv1d", "Conv1d", "Dense", "DeviceNotFoundError",
-    "KernelBuildError", "Layer", "NoPlatformError", "Parameter", "Runtime", "Sequential",
+    "EnvironmentSettingError", "ForkedProcessError", "KernelBuildError", "Layer", "NoPlatformError", "Parameter", "Runtime", "Sequential",
     "catch", "data", "devices", "fft", "fused", "get_runtime", "load_checkpoint", "optim",
     "reference", "save_checkpoint", "source", "tuning", "use_device", "use_kernels",
 ]

@@ -1,7 +1,7 @@
 """Internal: device arrays built with pyopencl's unchecked constructor.
 
-pyopencl's public ``Array(...)`` checks its arguments, which costs about 9 µs: a tenth of a
-batch-1 training step's host time. Its own ``empty_like`` uses the unchecked form, with
+pyopencl's public ``Array(...)`` checks its arguments, a noticeable part of a batch-1
+training step's host time. Its own ``empty_like`` uses the unchecked form, with
 private keyword arguments (``_fast``, ``_size``, ``_context``, ``_queue``); this module is
 the one place nnlib relies on them (tests/test_runtime.py checks the result's layout).
 """
@@ -25,7 +25,7 @@ def c_strides(shape: tuple, itemsize: int) -> tuple:
 
 
 def is_c_contiguous(array: cla.Array) -> bool:
-    """``array.flags.c_contiguous`` without pyopencl's flags object (3 µs a call)."""
+    """``array.flags.c_contiguous`` without building pyopencl's flags object."""
     return array.strides == c_strides(array.shape, array.dtype.itemsize) or \
         array.flags.c_contiguous  # a size-1 axis may carry any stride
 

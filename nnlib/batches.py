@@ -2,8 +2,8 @@
 (kernels/batches.cl): what ``Sequential.fit`` trains from.
 
 Copying each mini-batch from the host costs more than the kernels of a small network's
-step: gathering the rows on the host, checking them and making a buffer (about 50 µs for
-64 x 240 floats), while one gather launch costs a few. The data go to the device once per
+step: gathering the rows on the host, checking them and making a buffer, while one gather
+launch costs a fraction of that. The data go to the device once per
 ``fit`` and the shuffled order once per epoch.
 
 Taught in notebooks/03_cpu_vs_gpu.

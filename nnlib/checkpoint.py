@@ -2,7 +2,7 @@
 and the epoch), written atomically and loaded only after every part of it has been checked.
 
 The file is an uncompressed ``.npz`` (no pickle) whose ``__meta__`` entry holds a JSON header
-    {"format": "nnlib.checkpoint", "version": 1, "kind": "Sequential" | "CATCH",
+    {"format": "nnlib.checkpoint", "version": 1, "kind": a name in MODELS,
      "model": {"arch": ..., "state": ...}, "optimizer": null | {...}, "epoch": null | int}
 and whose arrays are named ``model.<name>`` and ``optimizer.<entry>``.
 
@@ -11,9 +11,9 @@ then the folder fsynced; the temporary file is removed on any error, and those o
 were killed are removed by the next save of the same path.
 
 Reading: the zip members' headers are read first (allocation is bounded by the file's size),
-then the header is checked (format, version, classes from a fixed list), every declared shape
-is compared with the stored arrays before any layer is built, and dtypes and finiteness are
-checked. A load either completes or changes nothing; every refusal is a
+then the header is checked (format, version, classes from :mod:`nnlib.registry`), every
+declared shape is compared with the stored arrays before any layer is built, and dtypes and
+finiteness are checked. A load either completes or changes nothing; every refusal is a
 :class:`CheckpointError`.
 
 Taught in notebooks/02_train_fractal_classifier.
@@ -22,15 +22,19 @@ Taught in notebooks/02_train_fractal_classifier.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import secrets
+import stat
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from .registry import MODELS, OPTIMIZERS
 
 FORMAT, VERSION = "nnlib.checkpoint", 1
 # dtypes a checkpoint may hold: float parameters and state, integer counters, the JSON header
@@ -44,8 +48,22 @@ class CheckpointError(ValueError, KeyError):
 
 
 # ---------------------------------------------------------------- writing
+NAME_MAX = 255  # bytes of one file name on Linux, macOS and Windows file systems
+_TEMP_EXTRA = 30  # what a temporary name adds: ".", ".<pid>.<8 hex>.tmp"
+
+
+def _temp_stem(path: Path) -> str:
+    """The target's name as its temporary files carry it: shortened (with a digest of the
+    whole name) when the temporary name would be longer than a file name may be."""
+    name = path.name
+    if len(os.fsencode(name)) + _TEMP_EXTRA <= NAME_MAX:
+        return name
+    digest = hashlib.sha1(os.fsencode(name)).hexdigest()[:12]
+    return os.fsencode(name)[:NAME_MAX - _TEMP_EXTRA - 13].decode(errors="ignore") + "~" + digest
+
+
 def _temp_name(path: Path) -> Path:
-    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    return path.parent / f".{_temp_stem(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
 
 
 def _alive(pid: int) -> bool:
@@ -61,7 +79,7 @@ def _alive(pid: int) -> bool:
 def remove_stale_temps(path) -> list:
     """Remove the temporary files that killed writers of ``path`` left; returns their names."""
     path = Path(path)
-    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[0-9a-f]+\.tmp$")
+    pattern = re.compile(rf"^\.{re.escape(_temp_stem(path))}\.(\d+)\.[0-9a-f]+\.tmp$")
     removed = []
     for entry in path.parent.iterdir():
         match = pattern.match(entry.name)
@@ -70,6 +88,23 @@ def remove_stale_temps(path) -> list:
                 entry.unlink()
                 removed.append(entry.name)
     return removed
+
+
+def check_target(path) -> Path:
+    """``path`` as a Path if a checkpoint can be written there: a file name (not empty, not
+    a folder, at most NAME_MAX bytes) in an existing folder."""
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise ValueError(f"save_checkpoint: the path must name a file, got {path!r}")
+    path = Path(path)
+    if len(os.fsencode(path.name)) > NAME_MAX:
+        raise ValueError(f"save_checkpoint: the file name is {len(os.fsencode(path.name))} "
+                         f"bytes long; file systems allow at most {NAME_MAX}")
+    if path.is_dir():
+        raise IsADirectoryError(f"save_checkpoint: {path} is a folder; name a file in it")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"save_checkpoint: no folder {path.parent} to write {path.name} "
+                                f"in")
+    return path
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -83,7 +118,7 @@ def _fsync_dir(folder: Path) -> None:
 def save_npz(path, arrays: dict, meta: dict) -> None:
     """Write ``arrays`` and ``meta`` (as ``__meta__``) atomically to ``path`` (see the module
     docstring); the file gets the usual mode (umask applied), not 0600."""
-    path = Path(path)
+    path = check_target(path)
     remove_stale_temps(path)
     tmp = _temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -127,7 +162,11 @@ def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
 def read_npz(path) -> tuple:
     """(header dict, {name: array}) of an nnlib checkpoint, or a CheckpointError."""
     path = Path(path)
-    size = path.stat().st_size  # a missing file raises FileNotFoundError, as open() does
+    info = path.stat()  # a missing file raises FileNotFoundError, as open() does
+    if not stat.S_ISREG(info.st_mode):
+        raise CheckpointError(f"{path}: is not a regular file (a device, pipe, socket or "
+                              f"folder), so not a checkpoint")
+    size = info.st_size
     try:
         with open(path, "rb") as f, zipfile.ZipFile(f) as z:
             infos = z.infolist()
@@ -214,18 +253,6 @@ def _shape_of(arch):
     return arch
 
 
-def _kinds() -> dict:
-    from .catch.detector import CATCH
-    from .network import Sequential
-    return {"Sequential": Sequential, "CATCH": CATCH}
-
-
-def _optimizers() -> dict:
-    from . import optim
-    return {c.__name__: c for c in (optim.SGD, optim.Adam, optim.AdamW, optim.AdamMini,
-                                    optim.Adan)}
-
-
 # ---------------------------------------------------------------- the public functions
 class Checkpoint(NamedTuple):
     """What :func:`load_checkpoint` returns."""
@@ -238,10 +265,10 @@ class Checkpoint(NamedTuple):
 def save_checkpoint(path, model, optimizer=None, epoch: int | None = None) -> None:
     """Write ``model`` (a Sequential or a CATCH detector), the state of ``optimizer`` (which
     must update parameters of ``model``) and ``epoch`` to ``path`` in one atomic step."""
-    kinds = _kinds()
-    kind = next((k for k, cls in kinds.items() if type(model) is cls), None)
+    path = check_target(path)
+    kind = next((k for k, cls in MODELS.items() if type(model) is cls), None)
     if kind is None:
-        raise TypeError(f"save_checkpoint: model must be one of {list(kinds)}, got "
+        raise TypeError(f"save_checkpoint: model must be one of {list(MODELS)}, got "
                         f"{type(model).__name__}")
     if epoch is not None:
         epoch = check_int(epoch, "save_checkpoint: epoch", 0, 2**53)
@@ -250,8 +277,8 @@ def save_checkpoint(path, model, optimizer=None, epoch: int | None = None) -> No
     meta = {"format": FORMAT, "version": VERSION, "kind": kind, "model": spec,
             "optimizer": None, "epoch": epoch}
     if optimizer is not None:
-        if type(optimizer) not in _optimizers().values():
-            raise TypeError(f"save_checkpoint: optimizer must be one of {list(_optimizers())}, "
+        if type(optimizer) not in OPTIMIZERS.values():
+            raise TypeError(f"save_checkpoint: optimizer must be one of {list(OPTIMIZERS)}, "
                             f"got {type(optimizer).__name__}")
         index = {id(p): i for i, p in enumerate(model._checkpoint_parameters())}
         if not all(id(p) in index for p in optimizer.params):
@@ -261,7 +288,24 @@ def save_checkpoint(path, model, optimizer=None, epoch: int | None = None) -> No
                              "params": [index[id(p)] for p in optimizer.params]}
         arrays.update({f"optimizer.{k}": np.asarray(v)
                        for k, v in optimizer.state_dict().items()})
+    _check_loadable(meta, arrays, optimizer)
     save_npz(path, arrays, meta)
+
+
+def _check_loadable(meta: dict, arrays: dict, optimizer) -> None:
+    """Run the loader's checks on what is about to be written (a file that saves, loads):
+    weights with NaN or infinity (a diverged run) or an optimizer state that overflowed are
+    refused before anything is written, saying which array."""
+    try:
+        header = json.loads(json.dumps(meta))
+        spec = header["model"]
+        check_arrays(arrays, MODELS[header["kind"]]._checkpoint_declared(spec), "model.")
+        if optimizer is not None:
+            optimizer.check_state({k[len("optimizer."):]: v for k, v in arrays.items()
+                                   if k.startswith("optimizer.")})
+    except CheckpointError as err:
+        raise CheckpointError(f"save_checkpoint: nothing written, the file would not load: "
+                              f"{err}") from None
 
 
 def load_model(path, cls, runtime=None):
@@ -294,8 +338,7 @@ def load_checkpoint(path, model=None, optimizer=None, runtime=None) -> Checkpoin
 
 def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     check_dict(meta, "header", ("format", "version", "kind", "model", "optimizer", "epoch"))
-    kinds = _kinds()
-    cls = kinds[check_name(meta.get("kind"), kinds, "kind")]
+    cls = MODELS[check_name(meta.get("kind"), MODELS, "kind")]
     epoch = meta.get("epoch")
     if epoch is not None:
         epoch = check_int(epoch, "epoch", 0, 2**53)
@@ -322,8 +365,7 @@ def _load(meta, arrays, model, optimizer, runtime) -> Checkpoint:
     opt_cls = None
     if opt_meta is not None:
         check_dict(opt_meta, "optimizer", ("class", "config", "params"))
-        known = _optimizers()
-        opt_cls = known[check_name(opt_meta.get("class"), known, "optimizer class")]
+        opt_cls = OPTIMIZERS[check_name(opt_meta.get("class"), OPTIMIZERS, "optimizer class")]
         check_dict(opt_meta.get("config"), "optimizer config")
         params = opt_meta.get("params")
         if not isinstance(params, list) or not params or len(set(map(str, params))) != len(

@@ -84,12 +84,11 @@ def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
     are split into (0: one row per group).
 
     On a GPU, fft_local with one row per group, its butterflies spread over the work-items.
-    On a CPU PoCL runs a work-group as a loop on one thread and schedules each as a task (a
-    few µs): fft_local with one short row per group paid that cost more than the transform,
-    and one work-item walking all butterflies beat 4 to 64 by 1.2-2x (2 Zen 3 cores, both
-    PoCLs, n = 96 and 1000); fft_rows, VR rows per work-item, was 2.5-4x faster again (VR 8
-    best, then 4; VR = the device's float vector width is the default), the tuner measures
-    the others."""
+    On a CPU PoCL runs a work-group as a loop on one thread and schedules each as a task:
+    fft_local with one short row per group pays that cost more than the transform, so one
+    work-item walks all butterflies of a row, and fft_rows takes VR rows per work-item at
+    once (VR = the device's float vector width is the default; the tuner measures the
+    others)."""
     top = max(1, min(kernel.work_group_size, n // 2))
     if rt.is_gpu:
         sizes = sorted({top, min(top, 64), min(top, rt.work_group_multiple)})

@@ -24,9 +24,11 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from .activations import BY_NAME
 from .codes import ACTIVATIONS, LOSSES
 from .layers.dense import Dense
 from .loss import DeviceLoss
+from .network import _host
 from .optim import SGD, Adam, AdamMini
 from .sizes import round_up
 
@@ -65,6 +67,10 @@ class FusedMLP:
             raise TypeError("FusedMLP needs a Sequential of Dense layers only")
         if any(layer.activation == "softmax" for layer in layers[:-1]):
             raise ValueError("FusedMLP: softmax is only supported on the last layer")
+        keeps_z = [layer.activation for layer in layers if BY_NAME[layer.activation].needs == "z"]
+        if keeps_z:
+            raise ValueError(f"FusedMLP keeps only each layer's output y; the derivative of "
+                             f"{keeps_z[0]} needs z: train with net.fit")
         if net.loss == "mse" and layers[-1].activation == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
         if len({id(layer) for layer in layers}) != len(layers):
@@ -109,9 +115,9 @@ class FusedMLP:
         would leave all multiprocessors but one idle. On a CPU, one: the whole step, updates
         included, and a run of steps per launch on one core. Split, each group leaves the
         gradient of its slice and a second launch sums them and updates: two launches a
-        step, and on PoCL the second core often joins a short kernel only after it is over
-        (the classifier at batch 64 on 2 cores of a Zen 4 VM: 0.68x numpy split in two,
-        1.1x in one work-group). Pass ``groups`` to :meth:`fit` to split anyway."""
+        step, and on PoCL the second core often joins a short kernel only after it is over,
+        so the split step is slower than the whole one. Pass ``groups`` to :meth:`fit` to
+        split anyway."""
         return self.split_groups(batch) if self.runtime.is_gpu else 1
 
     def split_groups(self, batch: int) -> int:
@@ -262,7 +268,7 @@ class FusedMLP:
         batch), or two launches a step where a step is split over ``groups`` work-groups
         (default :meth:`groups`)."""
         net, rt = self.net, self.runtime
-        x = np.asarray(x, dtype=np.float32)
+        x = _host(x, "fit inputs")  # not cast here: complex inputs are refused, not cut
         n = len(x)
         if len(y) != n:
             raise ValueError(f"fit: {n} inputs but {len(y)} targets")
@@ -271,7 +277,7 @@ class FusedMLP:
             raise ValueError("fit: needs data, batch_size >= 1, epochs >= 0 and groups in "
                              "[1, batch_size]")
         xd = rt.to_device(x, "fit inputs", shape=(None, self.widths[0]))
-        targets = net._targets(np.asarray(y), n)
+        targets = net.targets(np.asarray(y), n)
         rng = np.random.default_rng(seed)
         losses = rt.empty((n,))
         per_sample = self.widths[-1] if net.loss == "mse" else 1
@@ -301,7 +307,7 @@ class FusedMLP:
         batch = xd.shape[0]
         if batch == 0:
             raise ValueError("step: batch is empty")
-        targets = self.net._targets(y, batch)
+        targets = self.net.targets(y, batch)
         losses = rt.empty((batch,))
         self.run(xd, targets, np.arange(batch, dtype=np.int32), batch, losses, groups=groups)
         divisor = batch * (self.widths[-1] if self.net.loss == "mse" else 1)

@@ -11,15 +11,17 @@ Arguments go by position in the order of the ``.cl`` signature, or by name
 (on in the tests) every call is compared with the signature read from the ``.cl`` file
 (:mod:`nnlib.signatures`): a missing or extra argument, a buffer where a number belongs, or
 a number of the wrong numpy type raises :class:`KernelArgumentError` naming the kernel, the
-argument and the file.
+argument and the file. Always, whatever that setting: an argument that carries a code
+(``act``, ``cact``, ``loss``: :data:`nnlib.codes.CODED_ARGUMENTS`) must be one of its
+table's codes, so a kernel's switch never meets a code it has no case for.
 
-Setting a number with pyopencl's ``set_arg`` costs about 7 µs: it tries each kind of
-argument in turn (buffer, local memory, sampler...) and fails its way to a number. Told the
-scalar types, pyopencl packs them at once: a launcher declares them from the ``.cl``
-signature (``set_scalar_arg_dtypes``) and then sets every argument on every call, about
-1.5 µs for a dozen, next to 1-2 µs for the enqueue itself. Setting and enqueueing happen
-under the runtime's lock, so a launcher shared by two threads never enqueues another call's
-arguments.
+Setting a number with pyopencl's ``set_arg`` is slow: it tries each kind of argument in turn
+(buffer, local memory, sampler...) and fails its way to a number. Told the scalar types,
+pyopencl packs them at once: a launcher declares them from the ``.cl`` signature
+(``set_scalar_arg_dtypes``) and then sets every argument on every call, which then costs
+about as much as the enqueue itself (``python -m nnlib.bench.launch`` measures both).
+Setting and enqueueing happen under the runtime's lock, so a launcher shared by two threads
+never enqueues another call's arguments.
 
 Taught in notebooks/00_devices, notebooks/03_cpu_vs_gpu.
 """
@@ -31,6 +33,8 @@ import os
 import numpy as np
 import pyopencl as cl
 
+from .environment import check_not_forked
+from .codes import CODED_ARGUMENTS
 from .sizes import round_up
 
 
@@ -81,6 +85,11 @@ class Launcher:
                            f"{name!r}") from None
         self.signature = runtime.signatures(topic, folder).get(name)
         self.check = checking() and self.signature is not None
+        # (position, name, {code: name}) of each argument that carries a code
+        self._coded = tuple((i, a.name, {c: n for n, c in CODED_ARGUMENTS[a.name].items()})
+                            for i, a in enumerate(self.signature.args)
+                            if a.kind == "scalar" and a.name in CODED_ARGUMENTS) \
+            if self.signature is not None else ()
         if self.signature is not None and len(self.signature.args) == self.kernel.num_args:
             self.kernel.set_scalar_arg_dtypes([a.dtype if a.kind == "scalar" else None
                                                for a in self.signature.args])
@@ -119,6 +128,12 @@ class Launcher:
             args = self._bind(args, named)
         if self.check:
             check_args(self.signature, args)
+        check_not_forked()  # a forked child's OpenCL call would hang
+        for i, name, codes in self._coded:
+            if i < len(args) and args[i] not in codes:
+                raise KernelArgumentError(
+                    f"kernel {self.name} ({self.signature.file}): argument {i} {name!r} is "
+                    f"{args[i]}, not a code of {codes} (nnlib/codes.py)")
         if 0 in global_size:  # nothing to compute (an empty array)
             return cl.enqueue_marker(self.runtime.queue, wait_for=wait_for)
         if local_size is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .activations import BY_NAME
 from .codes import ACTIVATIONS, loss_code
 
 
@@ -58,7 +59,12 @@ class Loss:
         return DeviceLoss(self.rows(out, target), self.divisor(out))
 
     def output_gradient(self, out, target, activation: str = "none"):
-        """dL/dz of the output layer whose activation (``activation``) gave ``out``."""
+        """dL/dz of the output layer whose activation (``activation``, one whose derivative
+        is written with its output) gave ``out``; dL/dout with ``"none"``."""
+        if activation in BY_NAME and BY_NAME[activation].needs == "z":
+            raise ValueError(f"output_gradient: {activation}'s derivative needs z, not the "
+                             "output: take dL/dout (activation 'none') through the layer's "
+                             "backward")
         dz = self.runtime.empty(out.shape)
         self._gradient((out.size,), None, out.data, target.data, dz.data, np.int32(out.size),
                        np.float32(1.0 / self.divisor(out)), np.int32(self.code),

@@ -5,7 +5,9 @@ Taught in notebooks/01_dense_kernels, notebooks/02_train_fractal_classifier.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import threading
 
 import numpy as np
 import pyopencl.array as cla
@@ -17,40 +19,45 @@ from .checkpoint import (CheckpointError, check_dict, check_int, check_name, loa
 from .runtime import check_shape, to_host
 from .sizes import ceil_div
 from .layers.base import Layer, positive_int
-from .layers.conv import ComplexConv1d, Conv1d
-from .layers.dense import VARIANTS, Dense
 from .loss import DeviceLoss, Loss
 from .parameter import FlatLayout
+from .registry import LAYERS, MODELS
 from .step_fusion import FusedBackward
 
-# The layers a checkpoint may name (nothing else is ever built from a file).
-PUBLIC_LAYERS = {cls.__name__: cls for cls in (Dense, Conv1d, ComplexConv1d)}
-
-
 def _declared_layer(i: int, entry) -> dict:
-    """The parameter shapes a checkpoint's layer entry declares, from its checked config."""
+    """The parameter shapes a checkpoint's layer entry declares, from its checked config:
+    arguments without a default are sizes, ``seed`` a seed, booleans booleans, and the
+    names in the class's ``choices`` one of those; the shapes are the class's."""
     check_dict(entry, f"layer {i}", ("class", "config"))
-    cls = PUBLIC_LAYERS[check_name(entry.get("class"), PUBLIC_LAYERS, f"layer {i}: class")]
+    cls = LAYERS[check_name(entry.get("class"), LAYERS, f"layer {i}: class")]
     signature = inspect.signature(cls.__init__).parameters
-    allowed = {k: v.default for k, v in signature.items() if k not in ("self", "runtime")}
+    allowed = {k: v.default for k, v in signature.items()
+               if k not in ("self", "runtime") and not k.startswith("_")}
     config = check_dict(entry.get("config"), f"layer {i} config", allowed)
     missing = [k for k, v in allowed.items() if v is inspect.Parameter.empty and k not in config]
     if missing:
         raise CheckpointError(f"layer {i} config lacks {missing}")
     c = {**allowed, **config}
-    size = lambda key: check_int(c[key], f"layer {i} {key}")  # noqa: E731
+    for key, default in allowed.items():
+        if default is inspect.Parameter.empty:
+            check_int(c[key], f"layer {i} {key}")
+        elif isinstance(default, bool) and not isinstance(c[key], bool):
+            raise CheckpointError(f"layer {i} {key}: true or false, got {c[key]!r}")
     check_int(c["seed"], f"layer {i} seed", 0, 2**63 - 1)
-    if cls is Dense:
-        check_name(c["variant"], VARIANTS, f"layer {i} variant")
-        return {f"{i}.weight": ((size("n_out"), size("n_in")), np.float32),
-                f"{i}.bias": ((size("n_out"),), np.float32)}
-    if not isinstance(c["shared"], bool):
-        raise CheckpointError(f"layer {i} shared: true or false, got {c['shared']!r}")
-    size("step")
-    groups = 1 if c["shared"] else size("variables")
-    pair = (2,) if cls is ComplexConv1d else ()
-    return {f"{i}.weight": ((groups, size("filters"), size("window")) + pair, np.float32),
-            f"{i}.bias": ((groups, size("filters")) + pair, np.float32)}
+    for key, names in cls.choices.items():
+        check_name(c[key], names, f"layer {i} {key}")
+    return {f"{i}.{name}": (shape, np.float32)
+            for name, shape in cls.parameter_shapes(c).items()}
+
+
+def _one_at_a_time(method):
+    """Run ``method`` under the network's lock: a second thread training or running the same
+    network waits instead of releasing the arrays the first one's backward pass needs."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._busy:
+            return method(self, *args, **kwargs)
+    return locked
 
 
 def _host(array, name: str) -> np.ndarray:
@@ -62,6 +69,7 @@ def _host(array, name: str) -> np.ndarray:
     return host
 
 
+@MODELS.register
 class Sequential:
     """Layers applied in order; ``loss`` is ``"mse"`` or ``"cross_entropy"`` (the last
     layer must then use softmax, and the pair is differentiated as one, as in PyTorch)."""
@@ -77,6 +85,13 @@ class Sequential:
             raise ValueError("cross_entropy needs a last layer with activation='softmax'")
         self.loss = loss
         self.runtime = last.runtime
+        others = [i for i, layer in enumerate(self.layers) if layer.runtime is not self.runtime]
+        if others:
+            raise ValueError(f"Sequential: layers {others} were made on another runtime than "
+                             f"the last layer ({self.runtime}); make every layer on one "
+                             f"(runtime=... or the default, nnlib.get_runtime())")
+        self._busy = threading.RLock()
+        self._own = {id(p) for p in self.parameters()}
         self.loss_function = Loss(loss, self.runtime)
         # every parameter end to end in one buffer: an optimizer updates them in one launch
         self.layout = FlatLayout.lay_out(self.parameters())
@@ -92,6 +107,7 @@ class Sequential:
         for p in self.parameters():
             p.zero_grad()
 
+    @_one_at_a_time
     def forward(self, x):
         # Every layer lets go of its last pass's arrays first: the memory pool then hands the
         # same buffers back, so the launchers need not set their arguments again (an output
@@ -104,12 +120,15 @@ class Sequential:
 
     __call__ = forward
 
+    @_one_at_a_time
     def backward(self, grad_out):
         for layer in reversed(self.layers):
             grad_out = layer.backward(grad_out)
         return grad_out
 
-    def _targets(self, y, batch: int):
+    def targets(self, y, batch: int):
+        """``y`` as the device targets of a batch of ``batch`` rows: class labels (integers,
+        for cross-entropy) one-hot, checked against the output width."""
         n_out = self.layers[-1].n_out
         if self.loss == "cross_entropy" and not isinstance(y, cla.Array) \
                 and np.ndim(y) == 1:
@@ -127,12 +146,14 @@ class Sequential:
         """Enqueue the per-sample losses of ``out`` against ``target`` into ``rows_buf``."""
         return self.loss_function.rows(out, target, rows_buf, offset)
 
+    @_one_at_a_time
     def compute_loss(self, x, y) -> float:
         """The mean loss of the network on (x, y), read back to the host."""
         out = self.forward(x)
-        target = self._targets(y, out.shape[0])
+        target = self.targets(y, out.shape[0])
         return float(self.loss_function.value(out, target))
 
+    @_one_at_a_time
     def train_step(self, x, y, optimizer, loss_buf=None, offset: int = 0) -> DeviceLoss:
         """Forward, loss, backward and update, all enqueued without waiting for the device.
 
@@ -142,19 +163,47 @@ class Sequential:
         """
         if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
+        self._check_optimizer(optimizer)
         fused = FusedBackward(self.layers, optimizer)
         fused.zero_grad()
         out = self.forward(x)
-        target = self._targets(y, out.shape[0])
+        target = self.targets(y, out.shape[0])
         rows = self.loss_function.rows(out, target, loss_buf, offset)
-        fused.backward(self.loss_function.output_gradient(
-            out, target, getattr(self.layers[-1], "activation", "none")))
+        top = getattr(self.layers[-1], "activation", "none") if fused.chain else "none"
+        fused.backward(self.loss_function.output_gradient(out, target, top))
         optimizer.step()
         divisor = self.loss_function.divisor(out)
         if loss_buf is None:
             return DeviceLoss(rows, divisor)
         return DeviceLoss(rows, divisor, offset, out.shape[0])
 
+    def _check_optimizer(self, optimizer) -> None:
+        params = getattr(optimizer, "params", None)
+        if not isinstance(params, list) or not hasattr(optimizer, "step"):
+            raise TypeError(f"optimizer must be an nnlib optimizer (nnlib.optim.Adam(net."
+                            f"parameters()), ...), got {type(optimizer).__name__}")
+        foreign = [p.name for p in params if id(p) not in self._own]
+        if foreign:
+            raise ValueError(f"the optimizer updates {len(foreign)} parameters that are not "
+                             f"this network's (e.g. {foreign[0]!r}): make it from this "
+                             f"network's parameters(), e.g. nnlib.optim.Adam(net.parameters())")
+
+    def _validation(self, data, x) -> tuple:
+        """``validation_data`` (inputs, targets) checked as fit's own data, before training."""
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise TypeError("fit: validation_data must be a pair (inputs, targets)")
+        xv, yv = _host(data[0], "validation inputs"), _host(data[1], "validation targets")
+        if len(xv) == 0 or len(xv) != len(yv):
+            raise ValueError(f"fit: validation_data has {len(xv)} inputs and {len(yv)} "
+                             f"targets; need as many, at least one")
+        if xv.shape[1:] != x.shape[1:]:
+            raise ValueError(f"fit: validation inputs have shape {xv.shape}, the training "
+                             f"inputs {x.shape}: the same shape after the first axis needed")
+        if np.iscomplexobj(xv) or not np.isfinite(xv).all():
+            raise ValueError("fit: validation inputs must be real and finite")
+        return xv, self.targets(yv, len(yv))
+
+    @_one_at_a_time
     def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,
             validation_data=None, progress: bool = True) -> dict:
         """Mini-batch training with shuffling; returns the history of epoch losses."""
@@ -171,11 +220,14 @@ class Sequential:
             raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
         if not np.isfinite(x).all():
             raise ValueError("fit: inputs contain NaN or infinity")
+        self._check_optimizer(optimizer)
+        if validation_data is not None:
+            validation_data = self._validation(validation_data, x)
         rng = np.random.default_rng(seed)
         history = {"loss": [], "val_loss": []}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
         rows = self.runtime.empty((n,))
-        data = DeviceBatches(self.runtime, x, self._targets(y, n))  # batches gathered there
+        data = DeviceBatches(self.runtime, x, self.targets(y, n))  # batches gathered there
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
             skipped_before = optimizer.skipped_steps
@@ -197,6 +249,7 @@ class Sequential:
             bar.set_postfix(shown)
         return history
 
+    @_one_at_a_time
     def predict(self, x, batch_size: int = 1024) -> np.ndarray:
         """Outputs for ``x`` as a numpy array, computed in batches."""
         x = _host(x, "predict input")
@@ -209,7 +262,7 @@ class Sequential:
     # ---------------------------------------------------------------- checkpoints
     def save(self, path) -> None:
         """Write the network to ``path`` atomically (``nnlib.save_checkpoint`` without an
-        optimizer; no pickle). Only the public layers (Dense, Conv1d, ComplexConv1d)."""
+        optimizer; no pickle). Only the layers in :data:`nnlib.registry.LAYERS`."""
         save_checkpoint(path, self)
 
     @classmethod
@@ -219,9 +272,9 @@ class Sequential:
 
     def _checkpoint(self) -> tuple:
         for layer in self.layers:
-            if type(layer) not in PUBLIC_LAYERS.values():
+            if type(layer) not in LAYERS.values():
                 raise TypeError(f"save: {type(layer).__name__} cannot be saved; checkpoints "
-                                f"hold {list(PUBLIC_LAYERS)}")
+                                f"hold {list(LAYERS)}")
         arch = {"loss": self.loss,
                 "layers": [{"class": type(layer).__name__, "config": layer.config()}
                            for layer in self.layers]}
@@ -247,7 +300,7 @@ class Sequential:
     @classmethod
     def _checkpoint_build(cls, spec, runtime) -> "Sequential":
         arch = spec["arch"]
-        layers = [PUBLIC_LAYERS[e["class"]](**e["config"], runtime=runtime)
+        layers = [LAYERS[e["class"]](**e["config"], runtime=runtime)
                   for e in arch["layers"]]
         return cls(layers, loss=arch["loss"])
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 
 import pyopencl as cl
 
+from . import environment
+from .environment import PROFILES, profile_from_env  # noqa: F401 (re-exported)
 from .sources import program_source
 from .tuning import preferred_device, set_widest_vector, widest_vectors
 
@@ -24,6 +26,15 @@ POCL_HINT = (
     "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
     "(a CPU device from PyPI, no system package needed), or `conda install -c conda-forge "
     "pocl`, or your GPU vendor's OpenCL driver."
+)
+
+
+ONLY_SIMULATOR_HINT = (
+    "Only the Oclgrind simulator is installed: it checks kernels for memory errors and "
+    "races, far too slowly to train (ask for it by name, nnlib.use_device('oclgrind')). "
+    "Install a device that runs them: `pip install \"pyopencl[pocl]\"` (a CPU device from "
+    "PyPI), `sudo apt-get install pocl-opencl-icd` (Debian/Ubuntu), `conda install -c "
+    "conda-forge pocl`, or your GPU vendor's OpenCL driver."
 )
 
 
@@ -37,6 +48,7 @@ class DeviceNotFoundError(LookupError):
 
 
 def platforms() -> list[cl.Platform]:
+    environment.check()  # before the first OpenCL call: a bad value crashes the driver
     try:
         found = cl.get_platforms()
     except (cl.LogicError, cl.RuntimeError) as err:
@@ -134,14 +146,17 @@ def _probe(device: cl.Device, width: int) -> bool:
     return child.returncode == 0 and child.stdout.strip().splitlines()[-1:] == ["native"]
 
 
+VECTOR_WIDTHS = (1, 2, 4, 8, 16)  # OpenCL C's float vector widths (float3 is not probed)
+
+
 def widest_vector(device: cl.Device) -> int:
     """The widest float vector (16, 8, 4, 2, else 1 lane) that ``device``'s compiler emits
     natively (see kernels/widths.cl), probed once per machine and stored beside the tuning
     results. PoCL 3.0 from PyPI on AMD Zen 4/5 prefers 16 lanes but compiles 16-lane code
     without AVX-512 and crashes or hangs at launch; its widest is 8."""
     key = _device_id(device)
-    known = widest_vectors()
-    if not isinstance(known.get(key), int):
+    known = widest_vectors(VECTOR_WIDTHS)
+    if key not in known:
         width = next((w for w in (16, 8, 4, 2) if _probe(device, w)), 1)
         set_widest_vector(key, width)
         return width
@@ -175,7 +190,7 @@ def find_device(spec=None) -> cl.Device:
             return find_device(env)
         real = [d for d in found if not is_simulator(d)]
         if not real:
-            raise DeviceNotFoundError("only a simulator is installed; ask for it by name")
+            raise DeviceNotFoundError(ONLY_SIMULATOR_HINT)
         rank = {"GPU": 0, "CPU": 1}
         pref = preferred_device() or {}
         wanted = (pref.get("platform"), pref.get("device"))
@@ -231,18 +246,6 @@ class Limits:
 # 48 KiB of local memory. Sizes are capped by the real device's: every launch stays legal.
 GPU_PROFILE = {"kind": "GPU", "vector_width": 1, "max_work_group_size": 1024,
                "work_group_multiple": 32, "local_mem_size": 48 * 1024}
-PROFILES = ("device", "gpu")
-
-
-def profile_from_env(value: str | None = None) -> str:
-    """The profile named by ``value`` or, if None, by ``NNLIB_PROFILE`` (unset: "device")."""
-    name = (os.environ.get("NNLIB_PROFILE", "") if value is None else value).strip().lower()
-    if name in ("", "device"):
-        return "device"
-    if name not in PROFILES:
-        raise ValueError(f"unknown nnlib profile {name!r} (NNLIB_PROFILE); choose one of "
-                         f"{PROFILES}: 'gpu' makes a CPU device report a typical GPU's limits")
-    return name
 
 
 def _preferred_multiple(device: cl.Device) -> int:

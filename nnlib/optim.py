@@ -9,7 +9,8 @@ device: weights and state stay as they were, and the step is counted in ``skippe
 (reading it waits for the device). The host's step counter, behind the bias corrections,
 still advances (the host does not wait to learn of the skip), so the steps after a skip use
 the corrections of one step later than PyTorch would. ``Sequential.fit`` raises an error at
-the end of an epoch that skipped steps.
+the end of an epoch that skipped steps. Every optimizer registers itself in
+:data:`nnlib.registry.OPTIMIZERS`, where checkpoints and the tests find it.
 
 Taught in notebooks/04_optimizers.
 """
@@ -28,6 +29,7 @@ from . import tuning
 from .checkpoint import CheckpointError
 from .launcher import Launcher
 from .parameter import FlatLayout, Parameter
+from .registry import OPTIMIZERS
 from .sizes import ceil_div, vector_width
 
 TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
@@ -77,18 +79,61 @@ def elementwise_params(rt) -> dict:
                         lambda p: measure(rt, p), default_params(rt))
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the kernels take hyperparameters as float
+
+
 def _check_range(name: str, value, low: float, high: float | None = None) -> float:
-    ok = isinstance(value, (int, float)) and math.isfinite(value) and value >= low
-    if not ok or (high is not None and value >= high):
+    """``value`` as a float if it is a real number (a Python or numpy scalar, or an array
+    of one value) in [low, high) that float32 holds, else a clear error."""
+    number = None
+    if isinstance(value, (bool, np.bool_)):
+        pass
+    elif isinstance(value, (int, float)):
+        number = float(value) if abs(value) <= FLOAT32_MAX else math.inf
+    elif isinstance(value, (np.generic, np.ndarray)) and value.size == 1 \
+            and value.dtype.kind in "iuf":
+        number = float(np.reshape(value, ()))
+    ok = number is not None and math.isfinite(number) and abs(number) <= FLOAT32_MAX \
+        and number >= low and (high is None or number < high)
+    if not ok:
         span = f"[{low}, {high})" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be a finite number in {span}, got {value!r}")
-    return float(value)
+        shown = repr(value) if number is None or isinstance(value, (int, float)) \
+            else f"{number!r} ({type(value).__name__})"
+        raise ValueError(f"{name} must be a finite number in {span} that float32 holds "
+                         f"(at most {FLOAT32_MAX:.3g}), got {shown}")
+    return number
 
 
 def _check_betas(betas, count: int) -> tuple:
+    if isinstance(betas, np.ndarray) and betas.shape == (count,):
+        betas = tuple(betas)
     if not isinstance(betas, (tuple, list)) or len(betas) != count:
-        raise ValueError(f"betas must be a tuple of {count} numbers, got {betas!r}")
+        shape = f" of shape {betas.shape}" if isinstance(betas, np.ndarray) else ""
+        raise ValueError(f"betas must be a tuple of {count} numbers (or a list, or an array "
+                         f"of shape ({count},)), got {betas!r}{shape}")
     return tuple(_check_range(f"beta{i + 1}", b, 0.0, 1.0) for i, b in enumerate(betas))
+
+
+class Hyperparameter:
+    """An optimizer's number, checked by :func:`_check_range` whenever it is set: in the
+    constructor and later (``opt.lr = 0.5`` between epochs, a schedule)."""
+
+    def __init__(self, label: str, low: float, high: float | None = None):
+        self.label, self.low, self.high = label, low, high
+
+    def __set_name__(self, owner, name):
+        self.slot = f"_{name}"
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.slot]
+        except KeyError:
+            raise AttributeError(self.slot[1:]) from None
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = _check_range(self.label, value, self.low, self.high)
 
 
 SECOND_MOMENTS = ("v", "n")  # state buffers that must not be negative (Adam's v, Adan's n)
@@ -122,6 +167,8 @@ class Optimizer:
     """
 
     flat = True  # the rule is the same for every element: update all tensors in one launch
+    lr = Hyperparameter("learning rate", 0.0)
+    weight_decay = Hyperparameter("weight_decay", 0.0)
 
     def __init__(self, params, lr: float):
         self.params = list(params)
@@ -134,7 +181,10 @@ class Optimizer:
                 raise ValueError(f"parameter {p.name} has no gradient buffer")
         if len({id(p) for p in self.params}) != len(self.params):
             raise ValueError("a parameter appears more than once in the optimizer's list")
-        self.lr = _check_range("learning rate", lr, 0.0)
+        if any(p.runtime is not self.params[0].runtime for p in self.params):
+            raise ValueError("the optimizer's parameters live on different runtimes (devices "
+                             "or contexts); one optimizer updates the parameters of one")
+        self.lr = lr
         self.runtime = self.params[0].runtime
         self.steps = 0
         self.events: list = []  # the last step's update kernels, for profiling
@@ -299,15 +349,18 @@ class Optimizer:
         return f"{type(self).__name__}(lr={self.lr}, {len(self.params)} tensors)"
 
 
+@OPTIMIZERS.register
 class SGD(Optimizer):
     """Stochastic gradient descent as ``torch.optim.SGD`` (dampening 0): momentum,
     Nesterov momentum and L2 weight decay added to the gradient."""
 
+    momentum = Hyperparameter("momentum", 0.0, 1.0)
+
     def __init__(self, params, lr: float = 0.01, momentum: float = 0.0,
                  nesterov: bool = False, weight_decay: float = 0.0):
         super().__init__(params, lr)
-        self.momentum = _check_range("momentum", momentum, 0.0, 1.0)
-        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        self.momentum = momentum
+        self.weight_decay = weight_decay
         if nesterov and not momentum:
             raise ValueError("Nesterov momentum needs momentum > 0")
         self.nesterov = bool(nesterov)
@@ -318,6 +371,9 @@ class SGD(Optimizer):
 
     def _update(self, t):
         (v,) = t.state
+        if self.momentum and v is None:
+            raise ValueError("SGD: momentum was 0 when this optimizer was made, so it has no "
+                             "velocity buffers; make a new SGD(..., momentum=...) instead")
         v = t.grad if v is None else v  # not touched without momentum
         return self._launcher("sgd_update")(
             self._items(t.size), self._local, t.value.data, t.grad.data, v.data,
@@ -326,18 +382,21 @@ class SGD(Optimizer):
             np.float32(self.weight_decay))
 
 
+@OPTIMIZERS.register
 class Adam(Optimizer):
     """Adam exactly as ``torch.optim.Adam``: bias-corrected moments, eps added after the
     square root and the correction; ``weight_decay`` is L2 added to the gradient."""
 
     decoupled = False
+    beta1, beta2 = Hyperparameter("beta1", 0.0, 1.0), Hyperparameter("beta2", 0.0, 1.0)
+    eps = Hyperparameter("eps", 0.0)
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
         self.beta1, self.beta2 = _check_betas(betas, 2)
-        self.eps = _check_range("eps", eps, 0.0)
-        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        self.eps = eps
+        self.weight_decay = weight_decay
         self.m, self.v = self._zeros_like_params(), self._second_moments()
 
     def _second_moments(self) -> State:
@@ -363,6 +422,7 @@ class Adam(Optimizer):
         return self._adam_launch(t, self.weight_decay, self.decoupled)
 
 
+@OPTIMIZERS.register
 class AdamW(Adam):
     """AdamW as ``torch.optim.AdamW``: decoupled weight decay w *= 1 - lr * wd."""
 
@@ -379,6 +439,7 @@ def _no_decay(p: Parameter) -> bool:
     return any(key in name for key in ("bias", "norm", "ln"))
 
 
+@OPTIMIZERS.register
 class AdamMini(Adam):
     """Adam-mini as the official v1.1.1 code (PyPI ``adam-mini``): one second moment per block
     of a tensor, a moving average of the block's mean of g^2; m stays one per element.
@@ -401,8 +462,8 @@ class AdamMini(Adam):
         limit = rt.launcher("optim", "adam_mini_update", self._options).work_group_size
         if group_size is None:
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
-            # there, and the strided loop covers any block. Measured on PoCL: 75 us per step
-            # with 16, 620 us with 256.
+            # there, and the strided loop covers any block (larger groups are much slower on
+            # PoCL, which runs a group's work-items as one loop with a barrier per step).
             group_size = 2 ** int(math.log2(min(2 * rt.work_group_multiple, limit)))
         ok = isinstance(group_size, (int, np.integer)) and 1 <= group_size <= limit
         if not ok or group_size & (group_size - 1):
@@ -435,6 +496,7 @@ class AdamMini(Adam):
             cl.LocalMemory(4 * self.group_size))
 
 
+@OPTIMIZERS.register
 class Adan(Optimizer):
     """Adan as the official sail-sg code: betas in the code's convention (0.98, 0.92, 0.99),
     moments m, d (of gradient differences) and n, each bias-corrected; the first step (the
@@ -443,12 +505,15 @@ class Adan(Optimizer):
     ``no_prox=True``. Gradient-norm clipping is not offered.
     """
 
+    beta1, beta2 = Hyperparameter("beta1", 0.0, 1.0), Hyperparameter("beta2", 0.0, 1.0)
+    beta3, eps = Hyperparameter("beta3", 0.0, 1.0), Hyperparameter("eps", 0.0)
+
     def __init__(self, params, lr: float = 1e-3, betas=(0.98, 0.92, 0.99), eps: float = 1e-8,
                  weight_decay: float = 0.0, no_prox: bool = False):
         super().__init__(params, lr)
         self.beta1, self.beta2, self.beta3 = _check_betas(betas, 3)
-        self.eps = _check_range("eps", eps, 0.0)
-        self.weight_decay = _check_range("weight_decay", weight_decay, 0.0)
+        self.eps = eps
+        self.weight_decay = weight_decay
         self.no_prox = bool(no_prox)
         self.m, self.d, self.n, self.g_prev = (self._zeros_like_params() for _ in range(4))
 

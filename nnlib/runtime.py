@@ -16,6 +16,7 @@ Taught in notebooks/00_devices.
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 from collections import OrderedDict
@@ -26,7 +27,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools  # noqa: F401  (cl.tools.MemoryPool)
 
-from . import _fast_array, signatures
+from . import _fast_array, environment, signatures
 from .codes import build_defines
 from .opencl_devices import (  # noqa: F401  (public here since before the split)
     GPU_PROFILE, NO_COMPILER_HINT, POCL_HINT, PROFILES, DeviceNotFoundError,
@@ -40,10 +41,13 @@ class KernelBuildError(RuntimeError):
     """An OpenCL program failed to build; the message carries the device's build log."""
 
 
+class DeviceMemoryError(MemoryError):
+    """An array larger than the device's largest buffer, or than the kernels' 32-bit sizes."""
+
+
 # Subnormal floats are flushed to zero, as GPUs do by default: on a CPU, arithmetic on them
 # can be many times slower, and a long training run makes them (Adam's moments of weights
-# whose gradient stays 0 decay geometrically). Measured: a batch-1 Adam step of the MLP in
-# nnlib.bench.train_step goes from 0.35 to 0.20 ms once its loss has reached 0.
+# whose gradient stays 0 decay geometrically).
 # Every build also gets the shared codes (activations, losses) as -D options (nnlib/codes.py).
 BUILD_OPTIONS = ("-cl-denorms-are-zero", *build_defines())
 
@@ -60,6 +64,7 @@ class Runtime:
     """
 
     def __init__(self, device=None, profile: str | None = None):
+        environment.check()
         self.profile = profile_from_env(profile)
         self.device = find_device(device)
         self.limits = device_limits(self.device, self.profile)
@@ -181,6 +186,25 @@ class Runtime:
         """A GPU, or a device under the GPU profile."""
         return self.limits.kind == "GPU"
 
+    @property
+    def max_alloc(self) -> int:
+        """Bytes of the largest buffer the device allocates (CL_DEVICE_MAX_MEM_ALLOC_SIZE)."""
+        return self.device.max_mem_alloc_size
+
+    def check_alloc(self, shape: tuple, dtype=np.float32, what: str = "array") -> None:
+        """A clear error, before anything is allocated, for an array of ``shape`` that the
+        device cannot hold in one buffer or whose size the kernels' 32-bit indices cannot
+        count."""
+        count = math.prod(shape)
+        nbytes = count * np.dtype(dtype).itemsize
+        if nbytes > self.max_alloc or count >= 2**31:
+            raise DeviceMemoryError(
+                f"{what}: shape {tuple(shape)} of {np.dtype(dtype)} needs {nbytes / 2**20:,.0f} "
+                f"MiB, {count:,} values; {self.device.name.strip()} allocates at most "
+                f"{self.max_alloc / 2**20:,.0f} MiB in one buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) "
+                f"and the kernels count below 2**31 values. Use smaller batches, inputs or "
+                f"layers.")
+
     def fill(self, array: cla.Array, value) -> None:
         """``array.fill(value)`` under the runtime's lock (pyopencl's fill kernel is shared
         by every thread using this context)."""
@@ -190,9 +214,11 @@ class Runtime:
     def empty(self, shape, dtype=np.float32) -> cla.Array:
         """An uninitialised C-contiguous array from the memory pool (made without pyopencl's
         argument checks, which cost a tenth of a small training step: nnlib/_fast_array.py)."""
+        environment.check_not_forked()
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
         if min(shape, default=0) < 0:
             raise ValueError(f"negative dimensions are not allowed: {shape}")
+        self.check_alloc(shape, dtype)
         return _fast_array.empty(shape, np.dtype(dtype), self.allocator, self.context,
                                  self.queue)
 
@@ -211,13 +237,14 @@ class Runtime:
         Host data go into a buffer of their own, copied as it is made: neither the host nor
         the queue waits for the other. ``wait=True`` copies into a buffer from the memory
         pool instead, after every kernel queued so far: for a large array uploaded once, as
-        a training set at the start of a fit (a new buffer's pages cost about 0.4 ms a MB
-        to touch, a pooled one's are mapped already).
+        a training set at the start of a fit (a new buffer's pages are touched for the
+        first time by the copy, a pooled one's are mapped already).
 
         Refuses non-numeric data, NaN/inf (in data copied through the host), arrays of
         another context and a wrong number of dimensions or wrong sizes (``shape`` may hold
         ``None`` for a free axis), with a message naming ``name``.
         """
+        environment.check_not_forked()
         dtype = np.dtype(dtype)
         if isinstance(array, cla.Array):
             if array.context != self.context:
@@ -246,6 +273,7 @@ class Runtime:
         if np.iscomplexobj(host) != np.issubdtype(dtype, np.complexfloating):
             raise TypeError(f"{name}: got dtype {host.dtype}, need {dtype}")
         check_shape(name, host.shape, shape)
+        self.check_alloc(host.shape, dtype, name)
         with np.errstate(over="ignore", invalid="ignore"):
             converted = np.ascontiguousarray(host, dtype=dtype)
         if not np.isfinite(converted).all():
@@ -268,6 +296,7 @@ def to_host(array: cla.Array) -> np.ndarray:
     array of the same layout (the bytes it spans are copied, then viewed with its strides)."""
     if array.size == 0:
         return np.empty(array.shape, array.dtype)
+    environment.check_not_forked()
     itemsize = array.dtype.itemsize
     low = array.offset + sum(min(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))
     high = array.offset + sum(max(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))

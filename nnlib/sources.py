@@ -46,10 +46,28 @@ _EXERCISE_MARKERS = re.compile(r"^[ \t]*//\s*(###\s*)?(BEGIN SOLUTION|END SOLUTI
                                r".*\n", re.MULTILINE)
 
 
+EDITION_MARKER = "nnlib-student-edition.txt"  # names the student's kernel folder
+
+
+def student_kernels(start=None) -> Path | None:
+    """The student's kernel folder when the current folder (or ``start``) is inside the
+    student edition (``make exercises``' hand-out or an nbgrader release), else None: the
+    edition's root holds ``EDITION_MARKER``, whose text is that folder's relative path."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents[:2]):
+        marker = folder / EDITION_MARKER
+        if marker.is_file():
+            return folder / marker.read_text().strip()
+    return None
+
+
 def source(topic: str, kernel: str | None = None, folder=None) -> str:
     """The text of ``kernels/<topic>.cl`` (what a notebook prints to show a kernel), or only
     the kernel function ``kernel`` with the comment lines just above it, without exercise
-    markers. ``folder``: read ``<folder>/<topic>.cl`` if it exists (a student's copy)."""
+    markers. ``folder``: read ``<folder>/<topic>.cl`` if it exists (a student's copy). In the
+    student edition the student's copy is read whatever ``folder`` says, so no call shows a
+    solution the student is asked to write."""
+    folder = student_kernels() or folder
     text = _EXERCISE_MARKERS.sub("", kernel_path(topic, folder).read_text())
     if kernel is None:
         return text

@@ -2,7 +2,8 @@
 the layer-by-layer backward pass, with fewer launches (taught in notebooks/03_cpu_vs_gpu).
 
 * the **pre-activation chain**: from the last layer down through the Dense layers below it
-  (not past a softmax or another kind of layer) each layer's backward starts from dL/dz, and
+  (not past another kind of layer or an activation whose derivative is not written with its
+  output y: softmax, silu) each layer's backward starts from dL/dz, and
   the input-gradient kernel of one also multiplies by the activation derivative of the one
   below, so no separate activation-backward launch runs between them;
 * the first layer computes no input gradient;
@@ -13,17 +14,23 @@ the layer-by-layer backward pass, with fewer launches (taught in notebooks/03_cp
 
 from __future__ import annotations
 
+from .activations import BY_NAME
 from .layers.dense import Dense
 
 
 def preactivation_chain(layers: list) -> list:
     """Indices of the layers whose backward starts from dL/dz (before their activation):
-    the last layer, then each Dense layer below, down to the first that is not Dense or
-    uses softmax. Between two of them one kernel gives the lower layer's dL/dz."""
+    the last layer (unless its activation's derivative needs z: the loss gradient kernel
+    has only y), then each Dense layer below whose activation's derivative is written with y
+    (the input of the layer above), down to the first that is not. Between two of them one
+    kernel gives the lower layer's dL/dz."""
+    last = BY_NAME.get(getattr(layers[-1], "activation", "none"))
+    if last is not None and last.needs == "z":
+        return []
     chain = [len(layers) - 1]
     for i in range(len(layers) - 2, -1, -1):
         layer = layers[i]
-        if not isinstance(layer, Dense) or layer.activation == "softmax":
+        if not isinstance(layer, Dense) or BY_NAME[layer.activation].needs != "y":
             break
         chain.append(i)
     return chain
@@ -49,7 +56,8 @@ class FusedBackward:
             p.zero_grad()
 
     def backward(self, dz) -> None:
-        """Backward from the output layer's dL/dz, through the chain, then layer by layer."""
+        """Backward from the output layer's dL/dz (dL/dy where the chain is empty), through
+        the chain, then layer by layer."""
         grad = dz
         for i in reversed(range(len(self.layers))):
             layer = self.layers[i]

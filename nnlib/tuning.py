@@ -1,7 +1,8 @@
 """Autotuning: kernel parameters chosen per device by a short measured search, cached on disk.
 
 The fastest tile size, vector width or work-group size of a kernel depends on the device and
-on its compiler (the same source ran 1.33x numpy's speed on one CPU and 0.25x on another).
+on its compiler (the same source can be faster than numpy on one CPU and far slower on
+another).
 So kernel families ask :func:`tuned` for their parameters: on first use on a device it times
 each candidate on a representative problem, keeps the fastest, and stores the result in a
 JSON file per device and driver, as CLBlast's tuned-parameter database does (there: compiled
@@ -30,9 +31,12 @@ Taught in notebooks/03_cpu_vs_gpu.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -41,6 +45,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: writers are not serialised
+    fcntl = None
 
 from . import sources
 
@@ -90,38 +99,111 @@ def cache_file(rt) -> Path:
     return cache_dir() / f"{slug}-{digest}.json"
 
 
+MAX_FILE_BYTES = 4 << 20  # a tuning file larger than this is not nnlib's: ignored
+
+
+def _drop(path: Path, why: str) -> None:
+    """The one-line warning for stored data that is not used."""
+    log.warning("nnlib tuning: ignoring %s in %s (the defaults or a new search are used)",
+                why, path)
+
+
 def _read_json(path: Path) -> dict:
+    """The JSON object in ``path``; {} when the file is missing, or (with a warning naming it)
+    unreadable, too large, not JSON, nested too deeply or not an object."""
     try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}  # missing or damaged: as if absent
+        with open(path, "rb") as f:
+            text = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        _drop(path, f"an unreadable file ({err.strerror or err})")
+        return {}
+    if len(text) > MAX_FILE_BYTES:
+        _drop(path, f"a file larger than {MAX_FILE_BYTES >> 20} MiB")
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        _drop(path, f"a damaged file ({type(err).__name__})")
+        return {}
+    if not isinstance(data, dict):
+        _drop(path, f"a file holding a JSON {type(data).__name__}, not an object")
+        return {}
+    return data
 
 
 def _read(path: Path) -> dict:
     data = _read_json(path)
-    return data if isinstance(data.get("results"), dict) else {}
+    if data and not isinstance(data.get("results"), dict):
+        _drop(path, "a file without a results object")
+        return {}
+    return data
 
 
-def _write_atomic(path: Path, data: dict) -> None:
-    """Write a temporary file and rename it over ``path``: readers never see half a file."""
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Hold the folder's lock file (``.lock``, fcntl.flock) while a writer reads, merges and
+    replaces a file: two processes storing results at once both keep theirs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Temporary files in the folder are those of writers killed mid-write: every writer
+    holds the lock until its temporary is renamed or removed."""
+    for tmp in folder.glob("*.tmp"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _why_not_written(err: OSError) -> str:
+    if err.errno == errno.ENOSPC:
+        return "the disk is full"
+    if err.errno == errno.EFBIG:
+        return "a file-size limit was reached (`ulimit -f`), or the disk is full"
+    return str(err)
+
+
+def _update(path: Path, change) -> None:
+    """Under the folder's lock: read ``path``'s object, ``change(data)`` it in place, write it
+    to a temporary file and rename that over ``path`` (readers never see half a file). A
+    folder that cannot be written (read-only, full) keeps the results in this process only,
+    with a warning saying why."""
+    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError as err:  # a read-only home: keep results for this process only
-        log.warning("nnlib tuning: cannot store results in %s (%s)", path, err)
+        with _locked(path.parent):
+            _remove_stale_temporaries(path.parent)
+            data = _read_json(path)
+            change(data)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+            tmp = None
+    except OSError as err:
+        log.warning("nnlib tuning: cannot store results in %s: %s", path, _why_not_written(err))
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _write(rt, entry_key: str, entry: dict) -> None:
-    """Add one result to the device's file: re-read and merge (another process's results
-    survive), then write atomically."""
-    path = cache_file(rt)
-    data = _read(path) or {"device": device_key(rt), "results": {}}
-    data["results"][entry_key] = entry
-    _write_atomic(path, data)
+    """Add one result to the device's file, merged with what other processes stored."""
+    def change(data):
+        if not isinstance(data.get("results"), dict):
+            data.clear()
+            data.update(device=device_key(rt), results={})
+        data["results"][entry_key] = entry
+    _update(cache_file(rt), change)
 
 
 def clear(rt) -> None:
@@ -138,25 +220,40 @@ def stored(rt) -> dict:
 def preferred_device() -> dict | None:
     """The device ``make doctor`` measured fastest among several that compile
     (``{"platform": platform version, "device": device name}``), or None."""
-    data = _read_json(cache_dir() / "preferred_device.json")
-    return data if {"platform", "device"} <= set(data) else None
+    path = cache_dir() / "preferred_device.json"
+    data = _read_json(path)
+    if not data:
+        return None
+    if not all(isinstance(data.get(k), str) for k in ("platform", "device")):
+        _drop(path, "a preferred device without platform and device names")
+        return None
+    return data
 
 
 def set_preferred_device(platform_version: str, device: str, figures: dict) -> None:
     """Store the device the runtime should pick by default (``figures``: what decided)."""
-    _write_atomic(cache_dir() / "preferred_device.json",
-                  {"platform": platform_version, "device": device, "measured": figures})
+    def change(data):
+        data.clear()
+        data.update(platform=platform_version, device=device, measured=figures)
+    _update(cache_dir() / "preferred_device.json", change)
 
 
-def widest_vectors() -> dict:
+def widest_vectors(allowed: tuple) -> dict:
     """{device id: widest float vector its compiler emits natively}, as
-    :func:`nnlib.opencl_devices.widest_vector` measured them."""
-    return _read_json(cache_dir() / "vector_widths.json")
+    :func:`nnlib.opencl_devices.widest_vector` measured them; any other value (not one of
+    ``allowed``) is dropped with a warning."""
+    path = cache_dir() / "vector_widths.json"
+    out = {}
+    for key, width in _read_json(path).items():
+        if type(width) is int and width in allowed:
+            out[key] = width
+        else:
+            _drop(path, f"the vector width {width!r} of {key!r} (one of {allowed} is allowed)")
+    return out
 
 
 def set_widest_vector(device_id: str, width: int) -> None:
-    path = cache_dir() / "vector_widths.json"
-    _write_atomic(path, {**_read_json(path), device_id: width})
+    _update(cache_dir() / "vector_widths.json", lambda data: data.update({device_id: width}))
 
 
 def _progress(text: str, end: bool = False) -> None:
@@ -241,18 +338,15 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
     candidates = [dict(c) for c in candidates]
     digest = source_digest(family)
     entry = None if current == "retune" else stored(rt).get(key)
-    known = None
-    if entry is not None and entry.get("source") == digest:
-        # the times of an earlier search on today's kernel source, if its candidates are today's
-        previous = [p for p, _ in entry.get("candidates", [])]
-        if previous == candidates:
-            known = [float("inf") if t == "failed" else t for _, t in entry["candidates"]]
+    known = None if entry is None else _stored_times(entry, candidates, default, digest,
+                                                     f"{key} in {cache_file(rt)}")
     if known is None or None in known:
         start = time.perf_counter()
         results = search(candidates, measure, f"{key} on {rt.device.name.strip()}",
                          budget_s=BUDGET_S, known=known)
-        finite = [(p, t) for p, t in results if t is not None and np.isfinite(t)]
-        best, best_s = min(finite, key=lambda r: r[1]) if finite else (dict(default), None)
+        best = _best(candidates, [t for _, t in results], default)
+        best_s = next((t for p, t in results if p == best and t is not None
+                       and np.isfinite(t)), None)
         untried = sum(t is None for _, t in results)
         entry = {"params": best, "seconds": best_s, "untried": untried, "source": digest,
                  "candidates": [[p, "failed" if t is not None and not np.isfinite(t) else t]
@@ -265,6 +359,49 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
         _write(rt, key, entry)
     _memory[memo] = dict(entry["params"])
     return dict(entry["params"])
+
+
+def _valid_time(t) -> bool:
+    """A stored time: seconds (finite, >= 0), "failed" or None (not tried yet)."""
+    if t is None or t == "failed":
+        return True
+    return type(t) in (int, float) and math.isfinite(t) and t >= 0
+
+
+def _best(candidates: list, times: list, default: dict) -> dict:
+    """What :func:`tuned` keeps: the first fastest candidate that ran, else ``default``."""
+    ran = [(p, t) for p, t in zip(candidates, times) if t is not None and np.isfinite(t)]
+    return min(ran, key=lambda r: r[1])[0] if ran else dict(default)
+
+
+def _stored_times(entry, candidates: list, default: dict, digest, where: str):
+    """The times of a stored search to go on from, or None to search again. The stored
+    entry is data, never trusted: it counts only if it was measured on today's kernel source
+    (``digest``) over exactly today's ``candidates`` (the family's candidate space on this
+    device, each one a kernel the tests check against its reference), every time is valid
+    and its parameters are the ones its times choose. Anything else is dropped with a
+    warning naming the file (``where``) and the family is searched again."""
+    if not isinstance(entry, dict):
+        _drop(where, f"a result that is a JSON {type(entry).__name__}")
+        return None
+    stored_list = entry.get("candidates")
+    if not isinstance(stored_list, list) or not all(
+            isinstance(c, list) and len(c) == 2 and isinstance(c[0], dict)
+            and _valid_time(c[1]) for c in stored_list):
+        _drop(where, "a result whose candidates are not [parameters, seconds] pairs")
+        return None
+    params = entry.get("params")
+    if params not in candidates and params != default:
+        _drop(where, f"the parameters {params!r}, which are not among this family's "
+                     f"{len(candidates)} candidates on this device")
+        return None
+    if entry.get("source") != digest or [c[0] for c in stored_list] != candidates:
+        return None  # measured on another kernel source or candidate list: search again
+    times = [float("inf") if t == "failed" else t for _, t in stored_list]
+    if params != _best(candidates, times, default):
+        _drop(where, f"the parameters {params!r}, which are not the fastest its times name")
+        return None
+    return times
 
 
 def time_launches(run, finish, launches: int = 5, repeat: int = 3) -> float:

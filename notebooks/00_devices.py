@@ -46,7 +46,8 @@ print(rt)
 # Each platform offers one or more **devices**. `nnlib.devices()` lists them with the limits a
 # kernel author needs:
 #
-# - **compute units**: cores on a CPU, streaming multiprocessors on a GPU;
+# - **compute units**: on a CPU under PoCL its logical CPUs (hardware threads: twice the
+#   cores where SMT / Hyper-Threading is on), on a GPU its streaming multiprocessors;
 # - **max work-group size**: how many work-items may cooperate in one group;
 # - **local memory**: the fast scratch memory a work-group shares;
 # - **global memory**: where our arrays live.
@@ -91,10 +92,12 @@ except nnlib.DeviceNotFoundError as err:
 # instructions, then spreads work-groups over the cores. The same kernel therefore runs on
 # both, but what makes it fast differs: notebook 03 measures that.
 #
-# The picture below shows how 10 work-items in groups of 4 cover an array of 10 elements. The
-# global size must be a multiple of the local size, so it is rounded up to 12: the last two
-# work-items have no element and must do nothing. That is why every kernel in this workbook
-# begins with a bounds check.
+# The picture below shows how work-items in groups of 4 cover an array of 10 elements. The
+# global size is rounded up to a multiple of the local size, 12: the last two work-items have
+# no element and must do nothing. That is why every kernel in this workbook begins with a
+# bounds check. (OpenCL 1.2 requires that multiple. OpenCL 2.0 allows a smaller last group,
+# a *non-uniform* work-group, and OpenCL 3.0 makes that an optional feature a device may
+# lack, so nnlib always rounds up.)
 
 # %%
 n, local = 10, 4

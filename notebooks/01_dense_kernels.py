@@ -91,7 +91,7 @@ print(nnlib.source("dense", folder="../kernels"))
 # %%
 big = rt.max_work_group_size + 4  # printed as "big": the number depends on the device
 sizes = [(1, 13, 7), (5, 33, 17), (3, big, 9)]
-for variant in ("seed", "fast"):
+for variant in ("article", "blocked"):
     for batch, n_in, n_out in sizes:
         layer = nnlib.Dense(n_in, n_out, activation="tanh", seed=1, variant=variant)
         x = rng.standard_normal((batch, n_in)).astype(np.float32)
@@ -146,7 +146,7 @@ print(nnlib.source("optim", "sgd_update", folder="../kernels"))
 # All the backward kernels against numpy, with the same awkward sizes:
 
 # %%
-for variant in ("seed", "fast"):
+for variant in ("article", "blocked"):
     for batch, n_in, n_out in sizes:
         layer = nnlib.Dense(n_in, n_out, activation="sigmoid", seed=2, variant=variant)
         x = rng.standard_normal((batch, n_in)).astype(np.float32)

@@ -133,7 +133,7 @@ print(f"accuracy: train {accuracy(x_train, y_train):.3f}, test {accuracy(x_test,
 # %%
 baseline = np.mean(y_test == 2)
 assert accuracy(x_train, y_train) > 0.9  # memorised
-assert 0.5 < accuracy(x_test, y_test) < baseline + 0.05  # no better than the constant answer
+assert 0.5 < accuracy(x_test, y_test) < baseline + 0.05  # within noise of the constant answer
 
 # %% [markdown]
 # The training loss keeps falling while the test loss turns up after a few epochs: the network
@@ -164,8 +164,11 @@ assert all(confusion[k, k] / confusion[:, k].sum() > 2 * base_rate for k in (0, 
 # %% [markdown]
 # ## What the accuracy means
 #
-# Compare the test accuracy printed above with the 74% of the constant answer: the network
-# does not beat it (the assertion under it checks this on every run).
+# Compare the test accuracy printed above with the 74.5% of the constant answer: the network
+# does not beat it by any margin worth having. The assertion under the printout checks, on
+# every run, that the test accuracy stays below the constant answer's plus 5 points: another
+# device sums floats in another order and trains a slightly different network, so a point
+# or two either way is noise, not skill.
 # Accuracy is the wrong lens here, though. Its precision on the two fractal classes (the
 # candles a trader would act on) is several times the 13% base rate, and that is less
 # impressive than it sounds: half of the fractal condition (the newest high above the two
@@ -248,7 +251,7 @@ assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/
 # ### Train on your own kernels
 # The network above ran nnlib's kernels. `nnlib.use_kernels(folder, topics)` makes the layers
 # built after it read `<folder>/<topic>.cl` instead: with your kernels of notebook 01 (the
-# article's design, `variant="seed"`: one work-item per output value), the same classifier
+# article's design, `variant="article"`: one work-item per output value), the same classifier
 # trains on code you wrote. The cell runs once notebook 01's checks pass on `../kernels` (in
 # an nbgrader assignment, copy your `dense.cl`, `activation.cl` and `loss.cl` from 01's
 # `kernels/` first; in the solution workbook `../kernels` holds nnlib's own).
@@ -257,9 +260,9 @@ assert balanced_accuracy(y_test, pred, 3) > 0.4  # the constant answer scores 1/
 if all(e.check("../kernels") for e in exercises.of_notebook("01_dense_kernels")):
     nnlib.use_kernels("../kernels", topics=("dense", "activation", "loss"))
     own = nnlib.Sequential([
-        nnlib.Dense(240, 128, "tanh", seed=1, variant="seed"),
-        nnlib.Dense(128, 64, "tanh", seed=2, variant="seed"),
-        nnlib.Dense(64, 3, "softmax", seed=3, variant="seed"),
+        nnlib.Dense(240, 128, "tanh", seed=1, variant="article"),
+        nnlib.Dense(128, 64, "tanh", seed=2, variant="article"),
+        nnlib.Dense(64, 3, "softmax", seed=3, variant="article"),
     ], loss="cross_entropy")
     own.fit(x_train, y_train, nnlib.optim.SGD(own.parameters(), lr=0.02, momentum=0.9),
             epochs=5, batch_size=64, seed=0, progress=False)

@@ -109,7 +109,7 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 # ## Measured: width and batch
 #
 # `nnlib.bench.dense` times one n -> n tanh layer, forward and forward + backward, with the
-# article's kernels ("seed" in the table) and the fast ones, numpy (1 and 2 BLAS threads) and
+# article's kernels ("article" in the table) and the blocked ones, numpy (1 and 2 BLAS threads) and
 # PyTorch, in one run, on each device that compiles (GFLOP/s: higher is faster; the other
 # devices at width 1024 only, where the designs differ most).
 
@@ -124,16 +124,16 @@ for device in real:
     sizes = (["--widths", "64", "256", "1024", "--batches", "1", "16", "64"] if device == default
              else ["--widths", "1024", "--batches", "1", "64"])
     results[device.name.strip()] = dense.main(
-        sizes + ["--repeat", "3", "--seed-max-width", "1024", "--name", "notebook_dense"])
+        sizes + ["--repeat", "3", "--article-max-width", "1024", "--name", "notebook_dense"])
 rt = nnlib.use_device(default)
 rows = results[default.name.strip()]
 
 # %%
-assert len(rows) == 3 * 3 * 2 and all(r[k] > 0 for r in rows for k in ("seed", "fast", "numpy_2"))
+assert len(rows) == 3 * 3 * 2 and all(r[k] > 0 for r in rows for k in ("article", "blocked", "numpy_2"))
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for key, style in (("seed", "o-"), ("fast", "s-"), ("numpy_1", "^--"), ("numpy_2", "v--"),
+for key, style in (("article", "o-"), ("blocked", "s-"), ("numpy_1", "^--"), ("numpy_2", "v--"),
                    ("torch", "d:")):
     pts = [(r["n"], r["batch"] * 2 * r["n"] ** 2 * 3 / r[key] / 1e6) for r in rows
            if r["batch"] == 64 and r["pass"] == "fwd+bwd" and key in r]
@@ -154,8 +154,8 @@ plt.show()
 # * each OpenCL pass here ends with a wait for the device (its cost is the "round trip" in
 #   the launch table further down): at small widths that fixed cost is all you see, and
 #   numpy, which never leaves the host, is hard to beat;
-# * at width 1024 and batch 16-64, compare the blocked kernels ("fast") with numpy and with
-#   the article's kernels ("seed"): how close "fast" comes to numpy depends on the CPU, on
+# * at width 1024 and batch 16-64, compare the blocked kernels with numpy and with the
+#   article's kernels: how close "blocked" comes to numpy depends on the CPU, on
 #   the PoCL build (see its compiler's CPU target in the device list) and on which kernels
 #   OpenBLAS picked, so two machines rank them differently; the article's kernels stay far
 #   below both;
@@ -179,15 +179,15 @@ assert all(value > 0 for value in limits.values())
 
 # %%
 peak = max(limits["sgemm_1thr_GFLOPs"], limits["sgemm_2thr_GFLOPs"],
-           max(r["fast"] for r in rows))
+           max(r["blocked"] for r in rows))
 intensity = np.logspace(-1, 3, 100)
 plt.figure(figsize=(6, 4))
 plt.plot(intensity, np.minimum(peak, intensity * limits["copy_GBps"]), "k-", label="roof")
 for r in rows:
     if r["pass"] == "fwd":
         ai = dense_intensity(r["n"], r["n"], r["batch"])
-        plt.plot(ai, r["fast"], "s", color=f"C{[1, 16, 64].index(r['batch'])}")
-        plt.plot(ai, r["seed"], "o", color=f"C{[1, 16, 64].index(r['batch'])}", alpha=0.4)
+        plt.plot(ai, r["blocked"], "s", color=f"C{[1, 16, 64].index(r['batch'])}")
+        plt.plot(ai, r["article"], "o", color=f"C{[1, 16, 64].index(r['batch'])}", alpha=0.4)
 for i, b in enumerate((1, 16, 64)):
     plt.plot([], [], "s", color=f"C{i}", label=f"batch {b} (fast: squares, article: circles)")
 plt.xscale("log")
@@ -220,16 +220,16 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 by_threads = {t: run_child("dense", ["--widths", "256", "1024", "--batches", "64",
-                                     "--repeat", "3", "--seed-max-width", "0",
+                                     "--repeat", "3", "--article-max-width", "0",
                                      "--pocl-threads", str(t), "--name", f"notebook_t{t}"])
               for t in (1, 2)}
 
 # %%
-assert all(r["fast"] > 0 for t in (1, 2) for r in by_threads[t]["rows"])
+assert all(r["blocked"] > 0 for t in (1, 2) for r in by_threads[t]["rows"])
 
 # %%
 labels = [f"n {r['n']} {r['pass']}" for r in by_threads[1]["rows"]]
-speedup = [b["fast"] / a["fast"] for a, b in zip(by_threads[1]["rows"], by_threads[2]["rows"])]
+speedup = [b["blocked"] / a["blocked"] for a, b in zip(by_threads[1]["rows"], by_threads[2]["rows"])]
 plt.figure(figsize=(6, 3))
 plt.bar(labels, speedup)
 plt.axhline(2, color="k", ls=":", label="ideal on 2 cores")
@@ -239,9 +239,15 @@ plt.legend()
 plt.show()
 
 # %% [markdown]
-# Compare the bars: a large product can use both cores; a small one often cannot, because
+# Read the bars against the dotted line. On a machine whose two cores are both free, a
+# large product (n 1024) can come close to 2, and a small one (n 256) often cannot, because
 # its work is split into too few work-groups, and because the Python thread that enqueues
-# the kernels shares the same two cores.
+# the kernels shares the same two cores. On a shared or busy machine bars below 1 are
+# common: a launch ends with its slowest work-group, and one that waits for a core another
+# process holds delays the whole launch. The tables above tell the two apart: their
+# `np 1thr` and `np 2thr` columns are numpy with one BLAS thread and with two, in the same
+# run. Where numpy gains from the second thread and the kernel does not, the kernel is the
+# limit; where neither gains, the machine is. Look at your bars before you conclude either.
 #
 # ## Launch overhead and transfers
 #
@@ -282,8 +288,10 @@ assert costs and all(r["us"] > 0 for r in costs)
 # * beware of subnormal numbers (magnitudes below 1.2e-38): once a weight's gradient stays 0,
 #   Adam's moments decay towards them, and many CPUs compute on them far more slowly (a
 #   training step on one batch, repeated until its loss reached 0, slowed down markedly when
-#   we tried it). nnlib builds every kernel with `-cl-denorms-are-zero`, which flushes them
-#   to 0 as GPUs do.
+#   we tried it). nnlib builds every kernel with `-cl-denorms-are-zero`, which allows the
+#   compiler to flush them to 0; PoCL's CPU device does. GPUs differ: NVIDIA's compute
+#   float32 subnormals at full speed, and flush them only in code built with flush-to-zero
+#   (CUDA's `-ftz=true`, which `--use_fast_math` implies).
 #
 # ## One training step, kernel by kernel
 #
@@ -324,13 +332,14 @@ assert [r["batch"] for r in steps] == [64, 1] and all(r["nnlib"] > 0 for r in st
 # %% [markdown]
 # ## When does a GPU win?
 #
-# A GPU has tens of thousands of lanes and many times a CPU's memory bandwidth, but every
-# launch and every transfer crosses PCIe. It wins when there is enough work per launch to fill it:
-# wide layers and large batches (high on the roofline's intensity axis). At batch 1 with
-# small layers, a CPU, or numpy without OpenCL at all, is often faster, which is why the
-# article's 9.35x is a statement about its baseline (interpreted MQL5 loops, one sample at a
-# time) more than about OpenCL: `python -m nnlib.bench.seed_experiment` repeats its experiment
-# against a numpy baseline.
+# A GPU has thousands of float32 lanes (an H100 SXM: 132 multiprocessors of 128, 16,896
+# lanes; a CPU core has 8 or 16 in one AVX2 or AVX-512 vector) and many times a CPU's memory
+# bandwidth, but every launch and every transfer crosses PCIe. It wins when there is enough
+# work per launch to fill it: wide layers and large batches (high on the roofline's
+# intensity axis). At batch 1 with small layers, a CPU, or numpy without OpenCL at all, is
+# often faster, which is why the article's 9.35x is a statement about its baseline
+# (interpreted MQL5 loops, one sample at a time) more than about OpenCL: `python -m
+# nnlib.bench.seed_experiment` repeats its experiment against a numpy baseline.
 #
 # ### A GPU's roofline, as a model
 #
@@ -544,19 +553,19 @@ print("fused and layer-by-layer weights agree within 1e-4:", worst < 1e-4)
 assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 
 # %% [markdown]
-# Where it stops paying. One work-group runs on one compute unit: one core of a CPU, one of
-# the dozens of multiprocessors of a GPU. On a GPU `FusedMLP` therefore splits each step of a
-# batch over the compute units (`fused.groups(batch)` work-groups, each with a slice of at
-# least one register tile of samples): every work-group runs forward and backward for its
-# slice and leaves that slice's gradient, and a second launch sums the gradients and updates
-# the weights. Two launches a step instead of a dozen. On a CPU it keeps one work-group and a
-# run of steps per launch: a split step (`fit(..., groups=2)`) costs a second launch and a
-# sum, and PoCL's other threads must wake up for every short kernel, which often takes longer
-# than the kernel (`python -m nnlib.bench.seed_experiment` times both ways on your machine).
-# As the batch grows and the work per step outweighs the launches, the two paths come closer:
-# compare the ratios below. And each work-group's slice must fit in local memory, a few tens
-# of KiB on a GPU: wide layers or large batches simply do not fit (`FusedMLP` says so and how
-# large a batch would).
+# Where it stops paying. One work-group runs on one compute unit: one logical CPU of a CPU
+# (under PoCL), one of the dozens of multiprocessors of a GPU. On a GPU `FusedMLP` therefore
+# splits each step of a batch over the compute units (`fused.groups(batch)` work-groups, each
+# with a slice of at least one register tile of samples): every work-group runs forward and
+# backward for its slice and leaves that slice's gradient, and a second launch sums the
+# gradients and updates the weights. Two launches a step instead of a dozen. On a CPU it keeps
+# one work-group and a run of steps per launch: a split step (`fit(..., groups=2)`) costs a
+# second launch and a sum, and PoCL's other threads must wake up for every short kernel, which
+# often takes longer than the kernel (`python -m nnlib.bench.seed_experiment` times both ways
+# on your machine). As the batch grows and the work per step outweighs the launches, the two
+# paths come closer: compare the ratios below. And each work-group's slice must fit in local
+# memory, a few tens of KiB on a GPU: wide layers or large batches simply do not fit
+# (`FusedMLP` says so and how large a batch would).
 
 # %% tags=["nbval-ignore-output"]
 limit = rt.local_mem_size
@@ -603,7 +612,7 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 # %% [markdown]
 # ## Summary
 #
-# * The same arithmetic runs many times faster (compare "fast" with "seed" in the table above)
+# * The same arithmetic runs many times faster (compare "blocked" with "article" in the table above)
 #   when each work-item keeps a tile of results in registers and walks memory along rows:
 #   that, not OpenCL itself, is what makes a kernel fast on a CPU.
 # * Batch 1 is memory- and launch-bound on every device; large batches are compute-bound.

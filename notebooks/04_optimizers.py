@@ -59,13 +59,19 @@ print(rt)
 # | Adam-mini | $m$, and one $v_b$ per **block** | as AdamW, with $v_b \leftarrow \beta_2 v_b + (1-\beta_2)\,\mathrm{mean}_{i \in b}\, g_i^2$ |
 # | Adan | $m, d, n, g_{t-1}$ | $m \leftarrow \beta_1 m + (1-\beta_1) g;\ d \leftarrow \beta_2 d + (1-\beta_2)(g - g_{t-1});$ $n \leftarrow \beta_3 n + (1-\beta_3)(g + \beta_2 (g - g_{t-1}))^2;$ $w \leftarrow \frac{w - \eta_t (\hat m + \beta_2 \hat d)}{1 + \eta\lambda}$ with $\eta_t = \eta / (\sqrt{\hat n} + \epsilon)$ |
 #
+# The hats are the bias-corrected moments, as in Adam's column: $\hat m = m / (1-\beta_1^t)$,
+# $\hat d = d / (1-\beta_2^t)$ and $\hat n = n / (1-\beta_3^t)$, with $t$ the step count. Adan's
+# kernel receives them folded into three numbers the host computes once per step:
+# `step_size` $= \eta / (1-\beta_1^t)$, `step_size_d` $= \eta \beta_2 / (1-\beta_2^t)$ and
+# `sqrt_bc3` $= \sqrt{1-\beta_3^t}$.
+#
 # Adam-mini's observation: the curvature of a network is nearly block-diagonal (one block per
 # neuron, per attention head), and inside a block one well-chosen step size serves all
 # weights, so the per-weight second moment $v$ can shrink to one number per block: about half
 # of Adam's optimizer memory. Adan adds a Nesterov-style look-ahead through the difference of
 # consecutive gradients. Our rules copy the reference implementations exactly: PyTorch for
 # SGD/Adam/AdamW (note where $\epsilon$ sits: outside the root, after the bias correction),
-# the official `adam-mini` 1.1.1 and the official Adan code (its betas are $1 - $ the paper's).
+# the official `adam-mini` 1.1.1 and the official Adan code (its betas are one minus the paper's).
 # The numpy reference of Adam:
 
 # %%

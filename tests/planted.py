@@ -97,6 +97,13 @@ KERNEL_MISTAKES = {
          "exp(a[j] - top)", "the hard mask multiplies exp by m[j]"),
         ("attention", "m[j] != 0.0f ? m[j] * exp(a[j] - top) : 0.0f",
          "m[j] * exp(a[j] - top)", "give a masked key 0 without taking its exp"),
+        ("attention", "QKV(g, j, 1) + h * dh, dh), m[j], scale", "QKV(g, j, 1), dh), m[j], scale",
+         "each head has its own keys"),
+        ("attention", "dh), m[j], scale, fill, hard);", "dh), m[j], 1.0f, fill, hard);",
+         "scale the logits by 1 / sqrt(dh)"),
+        ("attention", "dh), m[j], scale, fill, hard);",
+         "dh), mask[((size_t)g * n + j) * n + i], scale, fill, hard);",
+         "m[j] is the mask of (query i, key j)"),
     ],
     "adan_update": [
         ("optim", "store_v(grad, g_prev, first, n);", "",
@@ -108,6 +115,8 @@ KERNEL_MISTAKES = {
          "store_v(!no_prox ? wi * (1.0f - lr * weight_decay) - step\n"
          "                    : (wi - step) / (1.0f + lr * weight_decay), w, first, n);",
          "proximal decay (no_prox = 0) divides"),
+        ("optim", "step_size_d * RATIO(di, denom)", "step_size_d * beta2 * RATIO(di, denom)",
+         "step_size_d = lr beta2 / (1 - beta2^t) already holds beta2"),
     ],
     "dense_forward_blocked": [
         ("blocked", "activate(acc[r][c] + bias[j0 + c], act)",
@@ -126,6 +135,8 @@ KERNEL_MISTAKES = {
          "divide logits + noise by the temperature tau"),
         ("activation", "y[c] = exp(y[c] - top);", "y[c] = exp(y[c]);",
          "FAILED  3 rows of 6, tau = 1.0, large logits"),
+        ("activation", "if (y[c] > top) {", "if (y[c] >= top) {",
+         "on a tie hard marks the first largest entry"),
     ],
     "revin_norm": [
         ("catch", "s = sqrt(mv.y + 1e-5f);",
@@ -176,10 +187,13 @@ FUNCTION_MISTAKES = {
         ("balanced_accuracy", "pass your function balanced_accuracy itself"),
     ],
     "confusion_matrix": [
-        (lambda t, p, k: np.eye(k)[p].T @ np.eye(k)[t],
+        (lambda t, p, k: (np.eye(k, dtype=int)[p].T @ np.eye(k, dtype=int)[t]),
          "rows are the true classes, columns the predictions"),
-        (lambda t, p, k: np.minimum(np.eye(k)[t].T @ np.eye(k)[p], 1),
+        (lambda t, p, k: np.minimum(np.eye(k, dtype=int)[t].T @ np.eye(k, dtype=int)[p], 1),
          "counts a repeated pair once"),
+        (lambda t, p, k: np.eye(k)[t].T @ np.eye(k)[p]
+         / np.maximum(1, np.bincount(t, minlength=k))[:, None],
+         "the matrix should hold integer counts, got ndarray of float64"),
         (lambda t, p: None, "must take (y_true, y_pred, n_classes)"),
     ],
     "intensity": [

@@ -58,6 +58,17 @@ def test_best_f1_matches_scikit_learn(rng):
             assert metrics.best_f1(labels, scores)["f1"] == pytest.approx(f1)
 
 
+def test_auc_roc_and_auc_pr_match_scikit_learn(rng):
+    for size in (7, 500):
+        labels = (rng.random(size) < 0.2).astype(int)
+        labels[:2] = (0, 1)
+        for scores in (rng.standard_normal(size), rng.integers(0, 4, size).astype(float)):
+            assert metrics.auc_roc(labels, scores) == pytest.approx(
+                sk.roc_auc_score(labels, scores), rel=1e-12)
+            assert metrics.auc_pr(labels, scores) == pytest.approx(
+                sk.average_precision_score(labels, scores), rel=1e-12)
+
+
 def test_metrics_hand_made_and_bad_input():
     labels, scores = np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.8, 0.9])
     assert metrics.evaluate(labels, scores, 50.0) == {"auc_roc": 1.0, "auc_pr": 1.0,

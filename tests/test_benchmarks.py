@@ -15,7 +15,7 @@ def saved(name):
 @pytest.mark.slow
 def test_dense_benchmark_runs_and_writes_json():
     rows = dense.main(["--widths", "33", "--batches", "1", "5", "--repeat", "1"])
-    assert len(rows) == 4 and all(r["fast"] > 0 and r["seed"] > 0 and r["numpy_2"] > 0
+    assert len(rows) == 4 and all(r["blocked"] > 0 and r["article"] > 0 and r["numpy_2"] > 0
                                   for r in rows)
     assert saved("dense")["rows"] == rows and "device" in saved("dense")["meta"]
 
@@ -23,10 +23,10 @@ def test_dense_benchmark_runs_and_writes_json():
 @pytest.mark.slow
 def test_dense_benchmark_times_each_product_with_its_parameters():
     rows = dense.main(["--widths", "33", "--batches", "5", "--repeat", "1", "--products",
-                       "--seed-max-width", "0"])
+                       "--article-max-width", "0"])
     products = {r["pass"]: r for r in rows}
     assert list(products) == ["fwd", "fwd+bwd", "forward", "input", "weight"]
-    assert all(products[p]["fast"] > 0 and products[p]["numpy_2"] > 0 and
+    assert all(products[p]["blocked"] > 0 and products[p]["numpy_2"] > 0 and
                products[p]["params"]["VW"] >= 4 for p in ("forward", "input", "weight"))
 
 

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def rows(rate):
-    return [{"n": n, "batch": b, "pass": p, "fast": rate * b}
+    return [{"n": n, "batch": b, "pass": p, "blocked": rate * b}
             for n in (64, 1024) for b in (1, 16, 64) for p in ("fwd", "fwd+bwd")]
 
 

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from nnlib import reference as ref
-from nnlib.catch import CATCH, ops
+from nnlib.catch import CATCH, TINY, ops
 
 from .gradcheck import numeric_grad
 
-TINY = dict(window=32, patch_size=8, patch_stride=4, cf_dim=6, e_layers=2, n_heads=2,
-            head_dim=3, d_ff=5, d_model=3, batch_size=16, inference_patch_size=8)
+# overlapping patches, two layers of two heads, odd widths
+DEEPER = {**TINY, "window": 32, "patch_stride": 4, "e_layers": 2, "n_heads": 2, "cf_dim": 6,
+          "head_dim": 3, "d_ff": 5, "d_model": 3}
 
 
 def big(rt):
@@ -170,7 +171,7 @@ def test_step_scores_on_hand_made_cases(rt, rng):
 
 
 def tiny_model(n, rng, **kw):
-    model = CATCH(n, seed=1, **{**TINY, **kw})
+    model = CATCH(n, seed=1, **{**DEEPER, **kw})
     named = model.net.named_parameters()
     named["mask_generator.weight"].set(rng.standard_normal((n, 16)) * 0.3)
     return model, named
@@ -205,7 +206,7 @@ def test_loss_gradients_match_pytorch(rng, projection, fill, n):
     noise = rng.logistic(size=(2 * model.net.patches, n, n))
     for p in named.values():
         p.zero_grad()
-    model._train_grads(x.transpose(0, 2, 1).astype(np.float32), noise)
+    model.backward(*model.forward(x.transpose(0, 2, 1).astype(np.float32), noise))
     tp = torch_params(named)
     catch_loss(x, tp, model.config, noise).backward()
     for k, p in named.items():
@@ -222,7 +223,7 @@ def test_fit_score_threshold_predict_and_checkpoint(rng, tmp_path, n):
     train = np.stack([np.sin(t / (5 + c)) for c in range(n)], 1)
     test = train[:250].copy()
     test[120, 0] += 6.0
-    model = CATCH(n, seed=0, **TINY)
+    model = CATCH(n, seed=0, **DEEPER)
     held = [(p.value, p.grad) for p in model.net.parameters()]
     history = model.fit(train, epochs=2, progress=False)
     # training replaced no parameter's arrays; each of the two groups is one flat layout
@@ -243,16 +244,16 @@ def test_fit_score_threshold_predict_and_checkpoint(rng, tmp_path, n):
 
 
 def test_threshold_eval_mask_is_deterministic_and_tail_is_scored(rng):
-    model = CATCH(2, seed=0, eval_mask="threshold", **TINY)
+    model = CATCH(2, seed=0, eval_mask="threshold", **DEEPER)
     x = rng.standard_normal((70, 2))
     model.scale_mean, model.scale_std = x.mean(0), x.std(0)
-    s = model.score(x)
+    s = model._score(x)  # scoring as such: the untrained network's scores
     assert s.shape == (70,) and np.isfinite(s).all()
-    np.testing.assert_allclose(s[64:], model.score(x[-32:])[-6:], rtol=1e-5)  # tail window
+    np.testing.assert_allclose(s[64:], model._score(x[-32:])[-6:], rtol=1e-5)  # tail window
 
 
 def test_bad_input_gets_clear_errors(rng):
-    model = CATCH(2, **TINY)
+    model = CATCH(2, **DEEPER)
     with pytest.raises(ValueError, match="shorter than the window"):
         model.score(rng.standard_normal((20, 2)))
     bad = rng.standard_normal((100, 2))
@@ -278,7 +279,7 @@ def test_bad_input_gets_clear_errors(rng):
 def test_official_schedule_rates_match_the_official_code():
     """Epoch 1 at lr / 25 and mask_lr / 25 with Adam beta1 0.95 (what PyTorch's OneCycleLR
     constructor sets; the official code never steps it), then lr * 0.5^(e - 2) for both."""
-    model = CATCH(2, schedule="official", lr=1e-3, mask_lr=1e-4, **TINY)
+    model = CATCH(2, schedule="official", lr=1e-3, mask_lr=1e-4, **DEEPER)
     main, mask = model._optimizers()
     rates = []
     for epoch in range(3):
@@ -287,7 +288,7 @@ def test_official_schedule_rates_match_the_official_code():
     np.testing.assert_allclose(rates, [(4e-5, 4e-6), (1e-3, 1e-3), (5e-4, 5e-4)])
     np.testing.assert_allclose(model.learning_rates(3), rates)
     assert main.beta1 == mask.beta1 == 0.95
-    simple = CATCH(2, **TINY)
+    simple = CATCH(2, **DEEPER)
     main, mask = simple._optimizers()
     simple._set_rates(main, mask, 2)
     assert (main.lr, mask.lr, main.beta1) == (simple.config["lr"], simple.config["mask_lr"], 0.9)
@@ -303,7 +304,7 @@ def test_official_schedule_first_epoch_matches_pytorch_one_cycle():
         opt = torch.optim.Adam([param], lr=lr)
         torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, steps_per_epoch=10, epochs=3,
                                             pct_start=0.3)
-        model = CATCH(2, schedule="official", lr=lr, mask_lr=lr / 10, **TINY)
+        model = CATCH(2, schedule="official", lr=lr, mask_lr=lr / 10, **DEEPER)
         main, mask = model._optimizers()
         model._set_rates(main, mask, 0)
         group = opt.param_groups[0]
@@ -314,7 +315,7 @@ def test_catch_layers_share_the_layer_contract(rt, rng):
     from nnlib.catch.attention import ChannelDCLoss, MaskedAttention
     from nnlib.layers.base import Layer
 
-    model = CATCH(2, runtime=rt, **TINY)
+    model = CATCH(2, runtime=rt, **DEEPER)
     net = model.net
     cases = [(ops.LayerNorm(4, rt), 1), (ops.GELU(rt), 1),
              (ops.MaskGenerator(3, 4, runtime=rt), 1),

@@ -58,7 +58,7 @@ def test_official_generator_cannot_separate_groups_of_sign_symmetric_data(rng):
     np.testing.assert_allclose(p, q, atol=1e-5)  # phase-free input: no forced symmetry
 
 
-TINY = {**masks.TINY, "mask_lr": 1e-2}
+TRAINABLE = {**masks.TRAINABLE, "mask_lr": 1e-2}
 MARGIN = 0.3  # the best band's within - across mean probability, of at most 1
 
 
@@ -75,7 +75,7 @@ def test_masks_learn_planted_groups_only_with_both_deviations(seed):
 
 def test_dc_on_patches_matches_the_reference_loss(rt, rng):
     """The patches deviation's dc loss is channel_dc_rows with q = k = the patch."""
-    model = CATCH(3, seed=0, runtime=rt, dc_source="patches", **TINY)
+    model = CATCH(3, seed=0, runtime=rt, dc_source="patches", **TRAINABLE)
     x = rng.standard_normal((2, 3, 48))
     model.net.forward(rt.to_device(x), rt.to_device(rng.logistic(size=(12, 3, 3))))
     z = ref.freq_patches(np.fft.fft(ref.revin_norm(x)[0], axis=-1), 8, 8).reshape(12, 3, 16)
@@ -86,7 +86,7 @@ def test_dc_on_patches_matches_the_reference_loss(rt, rng):
 
 def test_generator_gradients_reports_both_losses():
     data = planted_groups(400, 300, seed=0)
-    model = CATCH(6, seed=0, **TINY)
+    model = CATCH(6, seed=0, **TRAINABLE)
     model.fit(data["train"], epochs=1, progress=False)
     out = generator_gradients(model, data["test"], data["groups"], stride=11)
     assert set(out) == {"recon", "dc"}

@@ -5,12 +5,13 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
+from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
 
 from .gradcheck import numeric_grad
 
-ACTS = ["none", "tanh", "sigmoid", "relu", "leaky_relu", "softmax"]
+ACTS = list(BY_NAME)
 
 
 def shapes(rt):
@@ -35,9 +36,10 @@ def test_forward_and_backward_match_reference(rt, rng, variant, act):
     for batch, n_in, n_out in shapes(rt):
         layer, x, dy, y, dx = run_layer(rt, variant, act, batch, n_in, n_out, rng)
         w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
-        want = ref.dense_forward(x.astype(np.float64), w, b, act)
+        z = x.astype(np.float64) @ w.T + b
+        want = ref.activate(z, act)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
-        dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, act)
+        dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, act, z)
         np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
@@ -51,7 +53,7 @@ def test_variants_agree_on_a_large_batch(rt, rng):
 
 
 def test_backward_accumulates_gradients(rt, rng):
-    layer, x, dy, _, _ = run_layer(rt, "fast", "tanh", 3, 6, 4, rng)
+    layer, x, dy, _, _ = run_layer(rt, "blocked", "tanh", 3, 6, 4, rng)
     once = layer.weight.grad.get()
     layer.forward(x)
     layer.backward(dy)
@@ -99,6 +101,9 @@ def test_bad_inputs_get_clear_errors(rt):
         nnlib.Dense(0, 2, runtime=rt)
     with pytest.raises(ValueError, match="unknown dense variant"):
         nnlib.Dense(4, 2, variant="turbo", runtime=rt)
+    for old, new in (("fast", "blocked"), ("seed", "article")):
+        with pytest.warns(DeprecationWarning, match=f"'{old}' is now called '{new}'"):
+            assert nnlib.Dense(4, 2, variant=old, runtime=rt).variant == new
     fresh = nnlib.Dense(4, 2, runtime=rt)
     with pytest.raises(RuntimeError, match="Dense.backward called before forward"):
         fresh.backward(np.zeros((1, 2)))
@@ -210,11 +215,11 @@ def test_wide_layer_uses_the_wide_class_and_matches_reference(rt, rng):
 def test_tuned_parameters_come_from_the_search(rt, tmp_path, monkeypatch):
     """With tuning on, a layer runs the candidate the (here faked) measurements favour."""
     from nnlib import tuning
-    from nnlib.layers import dense_params
+    from nnlib.layers import dense_blocked
 
     monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
     want = candidates(rt, "forward", "b4")[-1]
-    monkeypatch.setattr(dense_params, "measure", lambda rt, product, shape, p: 1.0 - (p == want))
+    monkeypatch.setattr(dense_blocked, "measure", lambda rt, product, shape, p: 1.0 - (p == want))
     tuning.set_mode("1")
     try:
         kernels = DenseKernels(rt)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
+import nnlib
 from nnlib import exercises
 from nnlib.exercises import EXERCISES
 from nnlib.runtime import kernel_dir
@@ -94,6 +95,14 @@ def test_no_solution_reaches_the_hand_out(generated):
     assert len(SOLUTIONS) > 50  # every exercise's lines, not a handful
     for path in generated.rglob("*.*"):
         assert not _leaks(path.read_text()), f"{path.name} holds solution lines"
+
+
+def test_source_shows_the_students_files_in_the_student_edition(generated, monkeypatch):
+    monkeypatch.chdir(generated / "notebooks")
+    shown = "".join(nnlib.source(path.stem) for path in kernel_dir().glob("*.cl"))
+    assert "YOUR CODE HERE" in shown and not _leaks(shown), _leaks(shown)
+    monkeypatch.chdir(ROOT / "notebooks")  # the reader's edition shows nnlib's kernels
+    assert _leaks(nnlib.source("vector", folder="../kernels"))
 
 
 def test_stubbed_kernels_build(generated, rt):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import nnlib
+from nnlib.activations import FROM_Y, TABLE
 from nnlib.fused import FusedMLP, NetworkDoesNotFit
 from nnlib.reference.fused import fused_mlp_step
 
@@ -40,7 +41,8 @@ SPLIT_CASES = [  # steps split over several work-groups: sizes, ..., local size,
 ]
 
 
-@pytest.mark.parametrize("sizes,acts,loss,kind,batch,local", CASES)
+@pytest.mark.parametrize("sizes,acts,loss,kind,batch,local", CASES + [
+    ((6, 9, 2), (act, "none"), "mse", "sgd", 5, None) for act in FROM_Y])
 def test_fused_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local):
     check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local)
 
@@ -158,6 +160,10 @@ def test_networks_that_do_not_fit_are_refused(rt):
     conv = nnlib.Sequential([nnlib.Conv1d(4, 1, 2, 3, runtime=rt)], loss="mse")
     with pytest.raises(TypeError, match="Dense"):
         FusedMLP(conv, nnlib.optim.SGD(conv.parameters()))
+    for act in (a.name for a in TABLE if a.needs == "z"):  # the kernel keeps only y
+        z_net = mlp(rt, (4, 3, 2), (act, "none"), "mse")
+        with pytest.raises(ValueError, match=f"derivative of {act} needs z"):
+            FusedMLP(z_net, nnlib.optim.SGD(z_net.parameters()))
 
 
 @pytest.mark.parametrize("groups", [1, 2])

@@ -2,6 +2,8 @@
 sizes, wrong runtimes, eps = 0, use_device and the program cache. Scenarios that once
 segfaulted run in their own process (tests/isolated.py)."""
 
+import inspect
+
 import numpy as np
 import pyopencl.array as cla
 import pytest
@@ -10,6 +12,7 @@ import nnlib
 from nnlib import optim
 from nnlib import reference as ref
 from nnlib import runtime as runtime_module
+from nnlib.registry import OPTIMIZERS
 from nnlib.catch import CATCH
 from nnlib.catch.ops import GELU, LayerNorm, MaskGenerator
 
@@ -147,7 +150,8 @@ def test_seed_must_be_a_non_negative_integer(rt):
             nnlib.Dense(3, 2, seed=seed, runtime=rt)
 
 
-@pytest.mark.parametrize("name", ["Adam", "AdamW", "AdamMini", "Adan"])
+@pytest.mark.parametrize("name", [n for n, c in OPTIMIZERS.items()
+                                  if "eps" in inspect.signature(c).parameters])
 def test_adam_eps0_zero_gradient_keeps_weights_finite(rt, name):
     layer = nnlib.Dense(5, 3, runtime=rt)
     before = [p.numpy() for p in layer.parameters()]
@@ -214,3 +218,103 @@ def test_fit_and_predict_give_nnlib_messages_for_weak_arguments(rt, rng):
     labels = [0, 1, 1, 0]  # a list of labels, as a numpy array would be
     assert net.compute_loss(x, labels) == net.compute_loss(x, np.array(labels))
     np.testing.assert_array_equal(net.predict(rt.to_device(x).T.T), net.predict(x))
+
+
+# ---------------------------------------------------------------- issue 32, part 6
+def _mlp(rt, n_out=3, act="softmax"):
+    return nnlib.Sequential([nnlib.Dense(4, n_out, act, runtime=rt)],
+                            loss="cross_entropy" if act == "softmax" else "mse")
+
+
+def test_bad_validation_labels_are_refused_before_training(rt, rng):
+    net = _mlp(rt)
+    opt = optim.SGD(net.parameters(), lr=0.1)
+    x, y = rng.standard_normal((8, 4)), np.arange(8) % 3
+    before = net.layers[0].weight.numpy()
+    for bad, words in (((x, np.full(8, 7)), "labels must lie"), ((x[:, :3], y), "shape"),
+                       ((x, y[:5]), "as many"), ((x + 1j, y), "real and finite"), (x, "pair")):
+        with pytest.raises((ValueError, TypeError), match=words):
+            net.fit(x, y, opt, epochs=1, validation_data=bad, progress=False)
+    np.testing.assert_array_equal(net.layers[0].weight.numpy(), before)  # nothing trained
+
+
+def test_another_models_optimizer_and_layers_of_two_runtimes_are_refused(rt, rng):
+    net, other = _mlp(rt), _mlp(rt)
+    with pytest.raises(ValueError, match="not this network's"):
+        net.train_step(rng.standard_normal((2, 4)), [0, 1], optim.SGD(other.parameters()))
+    second = nnlib.Runtime(rt.device)
+    with pytest.raises(ValueError, match="another runtime"):
+        nnlib.Sequential([nnlib.Dense(4, 3, runtime=second), nnlib.Dense(3, 2, runtime=rt)])
+
+
+def test_fused_mlp_fit_refuses_complex_input(rt, rng):
+    from nnlib.fused import FusedMLP
+
+    net = _mlp(rt, 2, "tanh")
+    fused = FusedMLP(net, optim.SGD(net.parameters(), lr=0.1))
+    with pytest.raises(TypeError, match="complex|dtype"):
+        fused.fit(rng.standard_normal((4, 4)) + 1j, rng.standard_normal((4, 2)), epochs=1)
+
+
+def test_catch_options_scores_and_huge_inputs_get_clear_errors(rng):
+    tiny = dict(window=32, patch_size=8, patch_stride=4, cf_dim=6, e_layers=1, n_heads=2,
+                head_dim=4, d_ff=8, d_model=4, batch_size=16)
+    for key, value in (("batch_size", 0), ("patch_stride", 0), ("train_stride", 0),
+                       ("e_layers", 0), ("n_heads", 0), ("temperature", 0),
+                       ("score_lambda", float("nan")), ("lr", float("inf"))):
+        with pytest.raises(ValueError, match=f"CATCH: {key} must be"):
+            CATCH(2, **{**tiny, key: value})
+    model = CATCH(2, **tiny)
+    series = rng.standard_normal((80, 2))
+    with pytest.raises(RuntimeError, match="call fit first"):
+        model.score(series)
+    model.fit(series, epochs=1, progress=False)
+    assert np.isfinite(model.score(series)).all()
+    with pytest.raises(ValueError, match="standard deviations"):
+        model.score(series * 1e30)
+
+
+def test_buffers_above_the_devices_largest_are_refused_before_allocating(rt):
+    huge = int(np.sqrt(rt.max_alloc / 4)) + 2
+    with pytest.raises(MemoryError, match="CL_DEVICE_MAX_MEM_ALLOC_SIZE"):
+        nnlib.Dense(huge, huge, runtime=rt)
+    filters = 4096  # an output of filters x length values from a small input
+    layer = nnlib.Conv1d(1, 1, filters, 1, runtime=rt)
+    length = rt.max_alloc // (4 * filters) + 16
+    with pytest.raises(MemoryError, match="allocates at most"):
+        layer.forward(np.ones((1, 1, length), np.float32))
+
+
+def test_checkpoint_paths_long_empty_and_not_regular(rt, tmp_path):
+    net = _mlp(rt)
+    long_name = tmp_path / ("n" * 250)
+    net.save(long_name)
+    assert nnlib.Sequential.load(long_name).layers[0].n_out == 3
+    for bad, error in (("", ValueError), (tmp_path, IsADirectoryError),
+                       (tmp_path / ("n" * 300), ValueError)):
+        with pytest.raises(error, match="save_checkpoint"):
+            net.save(bad)
+    with pytest.raises(nnlib.CheckpointError, match="not a regular file"):
+        nnlib.Sequential.load("/dev/zero")
+
+
+def test_two_threads_training_one_network_take_turns(rt, rng):
+    import threading
+
+    net = _mlp(rt)
+    opt = optim.SGD(net.parameters(), lr=0.01)
+    x, y = rng.standard_normal((16, 4)), np.arange(16) % 3
+    errors = []
+
+    def train():
+        try:
+            for _ in range(30):
+                float(net.train_step(x, y, opt))
+        except Exception as err:  # noqa: BLE001
+            errors.append(err)
+    threads = [threading.Thread(target=train) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

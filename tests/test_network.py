@@ -7,7 +7,7 @@ import nnlib
 from nnlib import reference as ref
 
 
-def mlp(rt, loss="cross_entropy", variant="fast"):
+def mlp(rt, loss="cross_entropy", variant="blocked"):
     out_act = "softmax" if loss == "cross_entropy" else "sigmoid"
     return nnlib.Sequential([
         nnlib.Dense(7, 9, "tanh", seed=1, variant=variant, runtime=rt),
@@ -102,7 +102,7 @@ def test_outputs_the_caller_keeps_stay_valid(rt, rng):
 
 
 def test_save_load_round_trip(rt, rng, tmp_path):
-    net = mlp(rt, variant="seed")
+    net = mlp(rt, variant="article")
     x, _ = data(rng)
     path = tmp_path / "model.npz"
     net.save(path)

@@ -1,4 +1,5 @@
-"""The wheel ships the kernels, and environment.yml names pyproject's dependencies."""
+"""The wheel ships the kernels but not the benchmarks, and environment.yml names pyproject's
+dependencies and the course extra."""
 
 import re
 import subprocess
@@ -17,8 +18,9 @@ def _names(requirements) -> set:
     return {re.split(r"[\[<>=!~ ]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
 
 
-def test_environment_yml_names_the_pyproject_dependencies():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+def test_environment_yml_names_the_dependencies_of_the_course():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["course"]
     want = _names(deps) - {"pyopencl"} | {"pyopencl", "pocl"}
     entries = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
     pip = next(e["pip"] for e in entries if isinstance(e, dict))
@@ -36,10 +38,12 @@ def wheel(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_wheel_holds_every_kernel(wheel):
+def test_wheel_holds_every_kernel_and_no_benchmark(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     for cl_file in (ROOT / "kernels").glob("*.cl"):
         assert f"nnlib/kernels/{cl_file.name}" in names
+    assert "nnlib/optim.py" in names
+    assert not [n for n in names if n.startswith("nnlib/bench")]
 
 
 @pytest.mark.slow

@@ -1,5 +1,7 @@
 """The kernel signature parser, on hand-written cases and on every kernel of kernels/."""
 
+import re
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -79,3 +81,16 @@ def test_every_kernel_matches_the_compiler(rt):
             except cl.Error:  # built without -cl-kernel-arg-info
                 continue
             assert [a.name for a in sig.args] == compiled, (topic, name)
+
+
+def test_no_kernel_file_defines_a_shared_code():
+    """The codes of nnlib/codes.py reach every build as -D options; a kernel file that
+    defines one again would silently keep its own value if the table changed."""
+    from nnlib.codes import build_defines
+    from nnlib.sources import kernel_dir
+    shared = {option[2:].split("=")[0] for option in build_defines()}
+    kernels = kernel_dir()
+    redefined = [f"{path.name}: {name}" for path in sorted(kernels.glob("*.[ch]*"))
+                 for name in re.findall(r"^\s*#\s*define\s+(\w+)", path.read_text(), re.M)
+                 if name in shared]
+    assert not redefined, redefined

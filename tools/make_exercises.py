@@ -43,6 +43,8 @@ from pathlib import Path
 
 import jupytext
 
+from nnlib.sources import EDITION_MARKER
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # file -> {kernel: hint lines}. kernels/dense.cl stays marker-free: notebook 03 owns it.
@@ -185,10 +187,14 @@ def notebooks(notebook_dir: Path) -> list[Path]:
 
 
 def _write_kernels(folder: Path, kernels: dict) -> list[Path]:
+    """The student's kernel files in ``folder``, and the student-edition marker beside it (so
+    that ``nnlib.source`` shows these files, not nnlib's solutions)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in kernels.items():
         (folder / name).write_text(text)
-    return [folder / name for name in kernels]
+    marker = folder.parent / EDITION_MARKER
+    marker.write_text(f"{folder.name}\n")
+    return [folder / name for name in kernels] + [marker]
 
 
 def generate(out: Path, notebook_dir: Path = ROOT / "notebooks",
@@ -205,8 +211,8 @@ def generate(out: Path, notebook_dir: Path = ROOT / "notebooks",
 
 COURSE_CONFIG = """\
 # nbgrader's configuration for the workbook's course (written by `make assignments`).
+# Run nbgrader in this folder (the course's root); the folder may be moved or copied.
 c = get_config()  # noqa: F821
-c.CourseDirectory.root = {root!r}
 c.CourseDirectory.course_id = "nnlib"
 c.ExecutePreprocessor.timeout = 600  # seconds per cell: training cells take a minute
 # autograde grades the students' kernels: never overwrite them with the source's stubs
@@ -223,7 +229,7 @@ def generate_course(out: Path, notebook_dir: Path = ROOT / "notebooks",
     names = [path.stem for path in notebooks(notebook_dir)]
     exclude = {name: [f"kernels/{k}" for k in kernels] for name in names}
     (out / "nbgrader_config.py").write_text(
-        COURSE_CONFIG.format(root=str(out.resolve()), exclude=exclude))
+        COURSE_CONFIG.format(exclude=exclude))
     for path in notebooks(notebook_dir):
         folder = out / "source" / path.stem
         if folder.exists():

@@ -24,7 +24,7 @@ from .common import STORED
 
 DENSE_QUICK = ["--widths", "64", "--batches", "1", "16", "--repeat", "1"]
 DENSE_FULL = ["--widths", "1024", "--batches", "1", "16", "64", "256", "--repeat", "7",
-              "--seed-max-width", "1024"]
+              "--article-max-width", "1024"]
 STEP_QUICK = ["--batches", "2", "--steps", "2", "--repeat", "1", "--no-tinygrad"]
 STEP_FULL = ["--batches", "64", "1", "--steps", "20", "--repeat", "7", "--no-tinygrad"]
 LAUNCH_QUICK = ["--count", "3", "--repeat", "1", "--sizes", "64"]
@@ -65,8 +65,8 @@ def store(result: dict, folder: Path = STORED) -> Path:
 
 
 def dense_points(rows: list, n: int = 1024) -> list:
-    """(batch, GFLOP/s) of the fast kernel, forward + backward at width ``n``."""
-    return sorted((r["batch"], r["fast"]) for r in rows
+    """(batch, GFLOP/s) of the blocked kernel, forward + backward at width ``n``."""
+    return sorted((r["batch"], r["blocked"]) for r in rows
                   if r["n"] == n and r["pass"] == "fwd+bwd")
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 import nnlib
 from nnlib.catch import CATCH
-from nnlib.catch.detector import _windows
+from nnlib.catch.detector import sliding_windows
 from nnlib.data import anomaly_dataset
 
 from .common import environment, set_pocl_threads, write_json
@@ -146,7 +146,7 @@ def speed(args):
         batches = args.batches
         data = anomaly_dataset("shapelet", batches * sizes["batch_size"] + sizes["window"], 200)
         x = (data["train"] - data["train"].mean(0)) / data["train"].std(0)
-        windows = _windows(x, np.arange(batches * sizes["batch_size"]), sizes["window"])
+        windows = sliding_windows(x, np.arange(batches * sizes["batch_size"]), sizes["window"])
         seconds, params = nnlib_epoch_s(windows, sizes, batches)
         row = {"sizes": label, "batches": batches, "batch_size": sizes["batch_size"],
                "parameters": params, "nnlib_s": seconds}

@@ -14,7 +14,6 @@ Used in notebooks/05_complex_and_fft.
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""GFLOP/s of the dense layer: the article's design and the fast kernels against numpy and PyTorch.
+"""GFLOP/s of the dense layer: the article's design and the blocked one against numpy and PyTorch.
 
     .venv/bin/python -m nnlib.bench.dense [--widths 64 256 1024 4096] [--batches 1 16 64 256]
                                          [--pocl-threads 1 2] [--repeat 5] [--products]
@@ -7,11 +7,11 @@ For each width n (an n -> n layer, tanh) and batch: forward, and forward + backw
 and weight gradients), as wall-clock medians (one wait for the device per pass) with the data
 on the device; numpy with 1 and 2 BLAS threads (threadpoolctl) and PyTorch CPU with 2
 threads, in the same run, taking turns (interleaved repeats). The article's kernel runs up to
---seed-max-width. With --products, each product of the fast design alone (forward, input
+--article-max-width. With --products, each product of the blocked design alone (forward, input
 gradient dz W, weight gradient dz^T x) against numpy's same product (2 BLAS threads).
 Prints the CPU, the OpenCL build and the tuned kernel parameters. With
 several --pocl-threads values each runs in its own process (PoCL reads the variable once)
-and the table ends with the fast kernel's thread speedup. Writes build/bench/dense.json.
+and the table ends with the blocked kernel's thread speedup. Writes build/bench/dense.json.
 
 Used in notebooks/03_cpu_vs_gpu.
 """
@@ -33,7 +33,7 @@ def numpy_step(x, w, dy, backward, tanh=np.tanh):
 
 
 def product_runs(rt, layer, x, dy, w):
-    """Each of the fast design's three products alone (data on the device, the bias sum with
+    """Each of the blocked design's three products alone (data on the device, the bias sum with
     the weight gradient, as in a backward pass) and numpy's same product."""
     kernels, dev = layer.kernels, {"x": rt.to_device(x), "dz": rt.to_device(dy)}
     y, dx = rt.empty((x.shape[0], w.shape[0])), rt.empty(x.shape)
@@ -55,16 +55,16 @@ def product_runs(rt, layer, x, dy, w):
 
 
 def product_table(rt, layer, x, dy, w, repeat, threadpool_limits):
-    """GFLOP/s of each product, fast kernel vs numpy (2 BLAS threads), interleaved."""
+    """GFLOP/s of each product, blocked kernel vs numpy (2 BLAS threads), interleaved."""
     flops = 2.0 * x.shape[0] * x.shape[1] * w.shape[0]
     out = []
-    for product, (fast, numpy_run) in product_runs(rt, layer, x, dy, w).items():
-        seconds = interleaved_s({"fast": fast,
+    for product, (blocked, numpy_run) in product_runs(rt, layer, x, dy, w).items():
+        seconds = interleaved_s({"blocked": blocked,
                                  "numpy_2": (numpy_run, lambda: threadpool_limits(2))}, repeat)
         row = {"product": product, **{k: flops / s / 1e9 for k, s in seconds.items()},
                "params": layer.kernels.params(product, x.shape[0])}
-        print(f"{'':11} {product:>8} {'':8} {row['fast']:8.1f} {'':8} {row['numpy_2']:8.1f}"
-              f" {'':8}   fast/numpy2 {row['fast'] / row['numpy_2']:.2f}")
+        print(f"{'':11} {product:>8} {'':8} {row['blocked']:8.1f} {'':8} {row['numpy_2']:8.1f}"
+              f" {'':8}   blocked/numpy2 {row['blocked'] / row['numpy_2']:.2f}")
         out.append(row)
     return out
 
@@ -75,10 +75,11 @@ def main(argv=None):
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--pocl-threads", type=int, nargs="+", default=[])
     parser.add_argument("--repeat", type=int, default=9)
-    parser.add_argument("--seed-max-width", type=int, default=1024,
-                        help="run the slow kernel of the article's design up to this width (0: never)")
+    parser.add_argument("--article-max-width", type=int, default=1024,
+                        help="run the slow kernel of the article's design up to this width "
+                             "(0: never)")
     parser.add_argument("--products", action="store_true",
-                        help="also time the fast design's three products one by one")
+                        help="also time the blocked design's three products one by one")
     parser.add_argument("--name", default="dense", help="JSON file name under build/bench/")
     args = parser.parse_args(argv)
     if len(args.pocl_threads) > 1:
@@ -97,10 +98,10 @@ def main(argv=None):
     rt = nnlib.get_runtime()
     rng = np.random.default_rng(0)
     rows = []
-    print(f"{'n':>5} {'batch':>5} {'pass':>8} {'seed':>8} {'fast':>8}"
+    print(f"{'n':>5} {'batch':>5} {'pass':>8} {'article':>8} {'blocked':>8}"
           f" {'np 1thr':>8} {'np 2thr':>8} {'torch':>8}   GFLOP/s")
     for n in args.widths:
-        variants = ["seed", "fast"] if n <= args.seed_max_width else ["fast"]
+        variants = ["article", "blocked"] if n <= args.article_max_width else ["blocked"]
         for batch in args.batches:
             x = rng.standard_normal((batch, n)).astype(np.float32)
             dy = rng.standard_normal((batch, n)).astype(np.float32)
@@ -131,12 +132,12 @@ def main(argv=None):
                 row = {"n": n, "batch": batch, "pass": "fwd+bwd" if backward else "fwd",
                        **{k: flops / s / 1e9 for k, s in seconds.items()}}
                 rows.append(row)
-                print(f"{n:5d} {batch:5d} {row['pass']:>8} {row.get('seed', float('nan')):8.1f}"
-                      f" {row['fast']:8.1f} {row['numpy_1']:8.1f} {row['numpy_2']:8.1f} "
+                print(f"{n:5d} {batch:5d} {row['pass']:>8} {row.get('article', float('nan')):8.1f}"
+                      f" {row['blocked']:8.1f} {row['numpy_1']:8.1f} {row['numpy_2']:8.1f} "
                       f"{row.get('torch', float('nan')):8.1f}"
-                      f"   fast/numpy2 {row['fast'] / row['numpy_2']:.2f}")
+                      f"   blocked/numpy2 {row['blocked'] / row['numpy_2']:.2f}")
             if args.products:
-                products = product_table(rt, layers["fast"], x, dy, w, args.repeat,
+                products = product_table(rt, layers["blocked"], x, dy, w, args.repeat,
                                          threadpool_limits)
                 rows += [{"n": n, "batch": batch, "pass": r.pop("product"), **r}
                          for r in products]
@@ -150,7 +151,7 @@ def main(argv=None):
 def compare_threads(args):
     """Run the benchmark once per PoCL thread count, each in its own process; merge."""
     common = ["--widths", *map(str, args.widths), "--batches", *map(str, args.batches),
-              "--repeat", str(args.repeat), "--seed-max-width", str(args.seed_max_width),
+              "--repeat", str(args.repeat), "--article-max-width", str(args.article_max_width),
               *(["--products"] if args.products else [])]
     rows, meta = [], {}
     for threads in args.pocl_threads:
@@ -160,13 +161,13 @@ def compare_threads(args):
         rows += [dict(r, pocl_threads=threads) for r in out["rows"]]
         meta = out["meta"]
     low, high = min(args.pocl_threads), max(args.pocl_threads)
-    print(f"fast kernel, {high} vs {low} PoCL threads:")
+    print(f"blocked kernel, {high} vs {low} PoCL threads:")
     for r in rows:
         if r["pocl_threads"] == high:
             base = next(b for b in rows if b["pocl_threads"] == low and
                         (b["n"], b["batch"], b["pass"]) == (r["n"], r["batch"], r["pass"]))
             print(f"  n {r['n']:5d} batch {r['batch']:4d} {r['pass']:>8}: "
-                  f"{r['fast'] / base['fast']:.2f}x")
+                  f"{r['blocked'] / base['blocked']:.2f}x")
     meta["pocl_threads"] = args.pocl_threads
     path = write_json(args.name, rows, meta)
     print(f"wrote {path}")

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from .common import (OUT, ROOT, environment, interleaved_s, passive_openmp,
+from .common import (ROOT, environment, interleaved_s, passive_openmp,
                      print_environment, set_pocl_threads, write_json)
 from .numpy_mlp import NumpyMLP
 

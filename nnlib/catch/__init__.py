@@ -4,8 +4,7 @@ workbook's kernels. ``CATCH`` is the detector; ``metrics`` and ``baselines`` eva
 Taught in notebooks/07_catch.
 """
 
-from .detector import CATCH, DEFAULTS, check_series
-from .model import CATCHNet
-from .model import _Block as TransformerBlock
+from .detector import CATCH, DEFAULTS, TINY, check_series
+from .model import CATCHNet, TransformerBlock
 
-__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "TransformerBlock", "check_series"]
+__all__ = ["CATCH", "CATCHNet", "DEFAULTS", "TINY", "TransformerBlock", "check_series"]

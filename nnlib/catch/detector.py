@@ -38,6 +38,7 @@ Taught in notebooks/07_catch.
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -47,6 +48,8 @@ from .. import optim
 from ..checkpoint import (CheckpointError, check_dict, check_int, load_model,
                           save_checkpoint)
 from ..loss import DeviceLoss, Loss
+from ..layers.base import positive_int
+from ..registry import MODELS
 from ..runtime import resolve_runtime
 from ..sizes import ceil_div
 from .model import DC_SOURCES, MASK_INPUTS, PROJECTIONS, CATCHNet
@@ -65,6 +68,38 @@ DEFAULTS = dict(window=96, patch_size=16, patch_stride=16, cf_dim=32, e_layers=2
                 auxi_lambda=0.005, score_lambda=0.05, inference_patch_size=32,
                 val_fraction=0.2, patience=3, schedule="simple", mask_input="spectrum",
                 dc_source="attention")
+# The numeric options: integers >= 1, or reals in [low, high) (temperature divides: > 0).
+POSITIVE_INTS = ("window", "patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads",
+                 "head_dim", "d_ff", "d_model", "batch_size", "train_stride",
+                 "inference_patch_size", "patience")
+REAL_RANGES = {"lr": (0.0, None), "mask_lr": (0.0, None), "dc_lambda": (0.0, None),
+               "regular_lambda": (0.0, None), "auxi_lambda": (0.0, None),
+               "score_lambda": (0.0, None), "temperature": (1e-6, None),
+               "val_fraction": (0.0, 1.0)}
+# Scaled series values beyond this overflow float32 in the losses and scores: the FFT of a
+# window sums its values, and the frequency error squares that sum.
+MAX_SCALED = float(np.sqrt(np.finfo(np.float32).max)) / 1024
+
+
+def check_options(cfg: dict) -> None:
+    """Every numeric option of ``cfg`` (DEFAULTS' keys) in its range, else a ValueError
+    saying which and what is allowed."""
+    for key in POSITIVE_INTS:
+        positive_int("CATCH", key, cfg[key])
+    for key, (low, high) in REAL_RANGES.items():
+        value = cfg[key]
+        ok = isinstance(value, (int, float, np.integer, np.floating)) \
+            and not isinstance(value, bool) and np.isfinite(value) and value >= low \
+            and (high is None or value < high)
+        if not ok:
+            span = f"[{low}, {high})" if high is not None else f">= {low}"
+            raise ValueError(f"CATCH: {key} must be a finite number {span}, got {value!r}")
+
+
+# The smallest model worth building (one layer, one head, a 16-step window): built and run in
+# milliseconds, for tests and quick checks (tests override what they exercise).
+TINY = dict(window=16, patch_size=8, patch_stride=8, cf_dim=4, e_layers=1, n_heads=1,
+            head_dim=2, d_ff=4, d_model=2, batch_size=4, inference_patch_size=4)
 # The official code's OneCycleLR (div_factor 25, max momentum 0.95), built and never stepped.
 OFFICIAL_WARMUP_DIVISOR, OFFICIAL_BETAS = 25.0, (0.95, 0.999)
 
@@ -85,7 +120,14 @@ def check_series(series, n_channels: int, window: int, name: str = "series") -> 
     return x.astype(np.float64)
 
 
-def _windows(x, starts, window):
+def net_arguments(n_channels: int, seed: int, cfg: dict) -> dict:
+    """CATCHNet's arguments (but the runtime) for ``n_channels`` and the options ``cfg``."""
+    names = inspect.signature(CATCHNet).parameters
+    return {"n_channels": n_channels, "seed": seed,
+            **{k: v for k, v in cfg.items() if k in names}}
+
+
+def sliding_windows(x, starts, window):
     """(count, channels, window) float32 windows of x (time, channels) at ``starts``."""
     idx = np.asarray(starts)[:, None] + np.arange(window)
     return np.ascontiguousarray(x[idx].transpose(0, 2, 1), dtype=np.float32)
@@ -112,6 +154,7 @@ class _EarlyStopping:
             p.set(self.best[k])
 
 
+@MODELS.register
 class CATCH:
     """The CATCH detector (see the module docstring); keyword arguments override DEFAULTS."""
 
@@ -126,17 +169,14 @@ class CATCH:
         for key, allowed in SWITCHES.items():
             if cfg[key] not in allowed:
                 raise ValueError(f"CATCH: unknown {key} {cfg[key]!r}; choose one of {allowed}")
+        check_options(cfg)
         if not cfg["patch_size"] <= cfg["window"]:
             raise ValueError("CATCH: patch_size must not exceed the window")
         if not 1 <= cfg["inference_patch_size"] <= cfg["window"]:
             raise ValueError("CATCH: inference_patch_size must lie in [1, window]")
         self.n_channels, self.seed, self.config = int(n_channels), int(seed), cfg
         self.runtime = resolve_runtime(runtime)
-        net_keys = ("patch_size", "patch_stride", "cf_dim", "e_layers", "n_heads", "head_dim",
-                    "d_ff", "d_model", "projection", "mask_fill", "gumbel", "temperature",
-                    "regular_lambda", "mask_input", "dc_source")
-        self.net = CATCHNet(self.n_channels, cfg["window"],
-                            **{k: cfg[k] for k in net_keys}, seed=self.seed,
+        self.net = CATCHNet(**net_arguments(self.n_channels, self.seed, cfg),
                             runtime=self.runtime)
         self.window = cfg["window"]
         self._mse = Loss("mse", self.runtime)
@@ -157,10 +197,32 @@ class CATCH:
         return sum(p.size for p in self.net.named_parameters().values())
 
     # ------------------------------------------------------------------ helpers
-    def _scale(self, x):
-        return (x - self.scale_mean) / self.scale_std
+    def _scale(self, x, name: str = "series"):
+        """``x`` scaled by the training mean and std; values float32's losses cannot hold
+        (beyond MAX_SCALED standard deviations) are refused."""
+        out = (x - self.scale_mean) / self.scale_std
+        peak = float(np.abs(out).max(initial=0.0))
+        if not peak <= MAX_SCALED:
+            raise ValueError(f"{name}: reaches {peak:.3g} training standard deviations from "
+                             f"the training mean; at most {MAX_SCALED:.3g} can be scored in "
+                             f"float32 (rescale the data, or fit on data of its scale)")
+        return out
 
-    def _noise(self, rng, batch):
+    def windows(self, series, stride: int | None = None) -> np.ndarray:
+        """(count, channels, window) float32 windows of ``series`` (time, channels), scaled
+        as in training: at every ``stride``-th step, or (None) the scoring's windows (side
+        by side, the last one aligned to the end)."""
+        x = self._scale(check_series(series, self.n_channels, self.window))
+        starts = self._starts(len(x)) if stride is None \
+            else np.arange(0, len(x) - self.window + 1, stride)
+        return sliding_windows(x, starts, self.window)
+
+    def batches(self, windows) -> list:
+        """``windows`` in batches of the configured batch_size."""
+        size = self.config["batch_size"]
+        return [windows[i:i + size] for i in range(0, len(windows), size)]
+
+    def mask_noise(self, rng, batch: int) -> np.ndarray:
         """Logistic noise (a difference of two Gumbel draws) for the mask sampler, or zeros
         (the mask thresholded at prob 0.5) without ``rng``."""
         shape = (batch * self.net.patches, self.n_channels, self.n_channels)
@@ -173,13 +235,24 @@ class CATCH:
         return np.random.default_rng(self.seed + 1) if self.config["eval_mask"] == "sampled" \
             else None
 
-    def _forward(self, batch, rng):
+    def forward(self, batch, noise=None) -> tuple:
+        """Windows ``batch`` (B, N, T) through the network with the mask sampler's ``noise``
+        (:meth:`mask_noise`; None: zeros): (windows, reconstruction), both on the device."""
         x = self.runtime.to_device(batch)
-        return x, self.net.forward(x, self.runtime.to_device(self._noise(rng, len(batch))))
+        noise = self.mask_noise(None, len(batch)) if noise is None else noise
+        return x, self.net.forward(x, self.runtime.to_device(noise))
 
-    def _batches(self, windows):
-        size = self.config["batch_size"]
-        return [windows[i:i + size] for i in range(0, len(windows), size)]
+    def backward(self, x, xhat, time: float = 1.0, freq: float = 1.0, dc: float = 1.0):
+        """Add to the parameters' gradients those of the training loss of the last
+        :meth:`forward` (windows ``x``, reconstruction ``xhat``): ``time`` x the time MSE,
+        ``freq`` x the frequency loss (weighted auxi_lambda), ``dc`` x the dc loss (weighted
+        dc_lambda), as in training at 1. Returns the frequency errors."""
+        cfg = self.config
+        grad = self._mse.output_gradient(xhat, x)
+        groups = x.shape[0] * self.net.patches
+        return self.net.backward(grad if time == 1.0 else grad * time,
+                                 freq * cfg["auxi_lambda"] / x.size,
+                                 dc * cfg["dc_lambda"] / (cfg["e_layers"] * groups))
 
     # ------------------------------------------------------------------ training
     def fit(self, train, epochs: int = 3, progress: bool = True) -> list:
@@ -208,7 +281,7 @@ class CATCH:
             if stopper.stop(row["val"]):
                 break
         stopper.restore()
-        self.train_scores = self.score(x)
+        self.train_scores = self._score(x)
         return self.history
 
     def _scale_and_window(self, x):
@@ -222,9 +295,9 @@ class CATCH:
         self.scale_mean = x[:cut].mean(0)
         std = x[:cut].std(0)
         self.scale_std = np.where(std > 0, std, 1.0)
-        xs = self._scale(x)
-        fit_w = _windows(xs, np.arange(0, cut - t + 1, cfg["train_stride"]), t)
-        val_w = _windows(xs, np.arange(cut, len(x) - t + 1, t), t) if len(x) - cut >= t \
+        xs = self._scale(x, "train")
+        fit_w = sliding_windows(xs, np.arange(0, cut - t + 1, cfg["train_stride"]), t)
+        val_w = sliding_windows(xs, np.arange(cut, len(x) - t + 1, t), t) if len(x) - cut >= t \
             else None
         return fit_w, val_w
 
@@ -253,7 +326,7 @@ class CATCH:
         """One pass over the shuffled windows; the mean (time, freq, dc) losses."""
         order = rng.permutation(len(windows))
         steps = []  # each step's losses, still on the device: read once per epoch
-        for i, batch in enumerate(self._batches(windows[order])):
+        for i, batch in enumerate(self.batches(windows[order])):
             main.zero_grad()
             if (i + 1) % mask_every == 0:  # before this batch's backward, as the official code
                 mask.step()
@@ -277,19 +350,13 @@ class CATCH:
         """Forward and backward of windows (B, N, T) with the sampler's ``noise``: the
         gradients of the total loss are added to the parameters. Returns x, xhat, the
         frequency errors."""
-        cfg, rt = self.config, self.runtime
-        x = rt.to_device(batch)
-        xhat = self.net.forward(x, rt.to_device(noise))
-        groups = x.shape[0] * self.net.patches
-        dc_weight = cfg["dc_lambda"] / (cfg["e_layers"] * groups)
-        err = self.net.backward(self._mse.output_gradient(xhat, x), cfg["auxi_lambda"] / x.size,
-                                dc_weight)
-        return x, xhat, err
+        x, xhat = self.forward(batch, noise)
+        return x, xhat, self.backward(x, xhat)
 
     def _train_step(self, batch, rng, main) -> tuple:
         """Gradients and the main update, enqueued without waiting; returns the step's
         (time, freq, dc) losses as DeviceLoss values, read when converted to float."""
-        x, xhat, err = self._train_grads(batch, self._noise(rng, len(batch)))
+        x, xhat, err = self._train_grads(batch, self.mask_noise(rng, len(batch)))
         main.step()
         return self._time_loss(xhat, x), DeviceLoss(err, x.size), self.net.dc_loss()
 
@@ -299,8 +366,8 @@ class CATCH:
 
     def _validate(self, windows) -> float:
         rng, total = self._eval_rng(), 0.0
-        for batch in self._batches(windows):
-            x, xhat = self._forward(batch, rng)
+        for batch in self.batches(windows):
+            x, xhat = self.forward(batch, self.mask_noise(rng, len(batch)))
             total += float(self._time_loss(xhat, x)) * x.size
         return total / windows.size
 
@@ -315,18 +382,24 @@ class CATCH:
     def score(self, series) -> np.ndarray:
         """One anomaly score per time step of ``series`` (time, channels): time MSE over
         channels + score_lambda x the sub-window frequency error (CATCH's score)."""
-        cfg, t = self.config, self.window
-        x = self._scale(check_series(series, self.n_channels, t))
-        starts = self._starts(len(x))
-        windows, rng = _windows(x, starts, t), self._eval_rng()
+        check_series(series, self.n_channels, self.window)  # its errors first
+        if not self.history:
+            raise RuntimeError("CATCH.score: call fit first (or load a fitted detector): an "
+                               "untrained network's scores mean nothing")
+        return self._score(series)
+
+    def _score(self, series) -> np.ndarray:
+        """:meth:`score` without the check that the detector was fitted."""
+        cfg, t, length = self.config, self.window, len(series)
+        windows, starts, rng = self.windows(series), self._starts(length), self._eval_rng()
         parts = []
-        for batch in self._batches(windows):
-            xd, xhat = self._forward(batch, rng)
+        for batch in self.batches(windows):
+            xd, xhat = self.forward(batch, self.mask_noise(rng, len(batch)))
             s = step_scores(self.runtime, xd, xhat, cfg["inference_patch_size"],
                             cfg["score_lambda"])
             parts.append(s.get())
         per_window = np.concatenate(parts).astype(np.float64)
-        out, covered = np.empty(len(x)), 0
+        out, covered = np.empty(length), 0
         for s, w in zip(starts, per_window):  # the end-aligned window fills the rest only
             out[covered:s + t] = w[covered - s:]
             covered = s + t
@@ -336,12 +409,10 @@ class CATCH:
         """The mean mask (patches, channels, channels) the generator draws on ``series``'s
         non-overlapping windows, with the eval_mask rule: which channels each channel
         attends to, per frequency band."""
-        t = self.window
-        x = self._scale(check_series(series, self.n_channels, t))
-        windows, rng = _windows(x, self._starts(len(x)), t), self._eval_rng()
+        windows, rng = self.windows(series), self._eval_rng()
         total = np.zeros((self.net.patches, self.n_channels, self.n_channels))
-        for batch in self._batches(windows):
-            self._forward(batch, rng)
+        for batch in self.batches(windows):
+            self.forward(batch, self.mask_noise(rng, len(batch)))
             m = self.net.mask.get().reshape(len(batch), self.net.patches, *total.shape[1:])
             total += m.sum(0)
         return total / len(windows)
@@ -408,6 +479,10 @@ class CATCH:
                     and np.isfinite(value)
             if not ok:
                 raise CheckpointError(f"config {key}: {value!r} is not like {default!r}")
+        try:
+            check_options(cfg)
+        except ValueError as err:
+            raise CheckpointError(f"config: {err}") from None
         if not cfg["patch_size"] <= cfg["window"]:
             raise CheckpointError("config: patch_size exceeds the window")
         threshold = state.get("threshold")
@@ -418,7 +493,8 @@ class CATCH:
         if not isinstance(state.get("history"), list) or not all(
                 isinstance(row, dict) for row in state["history"]):
             raise CheckpointError("history: a list of objects")
-        declared = {k: (shape, np.float32) for k, shape in parameter_shapes(n, cfg).items()}
+        shapes = CATCHNet.parameter_shapes(net_arguments(n, arch["seed"], cfg))
+        declared = {k: (shape, np.float32) for k, shape in shapes.items()}
         declared.update(scale_mean=((n,), np.float64), scale_std=((n,), np.float64, "positive"))
         if state.get("train_scores") is not None:
             length = check_int(state["train_scores"], "train_scores length", cfg["window"])
@@ -438,38 +514,3 @@ class CATCH:
         self.threshold_value = spec["state"]["threshold"]
         self.history = list(spec["state"]["history"])
 
-
-def parameter_shapes(n_channels: int, cfg: dict) -> dict:
-    """The shape of every parameter of ``CATCHNet`` for ``n_channels`` and the options
-    ``cfg``, by name, computed without building it (checkpoints check files against it)."""
-    n, t, p, s, cf = (n_channels, cfg["window"], cfg["patch_size"], cfg["patch_stride"],
-                      cfg["cf_dim"])
-    shapes = {}
-
-    def dense(name, n_in, n_out):
-        shapes.update({f"{name}.weight": (n_out, n_in), f"{name}.bias": (n_out,)})
-
-    if cfg["projection"] == "linear":
-        dense("embed", 2 * p, cf)
-    else:
-        shapes.update({"embed.weight": (1, cf // 2, p, 2), "embed.bias": (1, cf // 2, 2)})
-    shapes["mask_generator.weight"] = (n, p if cfg["mask_input"] == "amplitude" else 2 * p)
-    inner = cfg["n_heads"] * cfg["head_dim"]
-    for i in range(cfg["e_layers"]):
-        for norm in ("norm1", "norm2"):
-            shapes.update({f"layer{i}.{norm}.gamma": (cf,), f"layer{i}.{norm}.beta": (cf,)})
-        dense(f"layer{i}.qkv", cf, 3 * inner)
-        dense(f"layer{i}.out", inner, cf)
-        dense(f"layer{i}.ff1", cf, cfg["d_ff"])
-        dense(f"layer{i}.ff2", cfg["d_ff"], cf)
-    width = 2 * cfg["d_model"]
-    dense("to_model", cf, width)
-    dense("get_r", width, width)
-    dense("get_i", width, width)
-    nf = ((t - p) // s + 1) * width
-    for part in ("real", "imag"):
-        for j in range(3):
-            dense(f"head_{part}.res{j}", nf, nf)
-        dense(f"head_{part}.out", nf, t)
-    dense("ircom", 2 * t, t)
-    return shapes

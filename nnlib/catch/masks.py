@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .detector import _windows, check_series
+from ..data import planted_groups
+from .detector import CATCH
 
 
 def mask_probabilities(model, series, stride: int = 1) -> np.ndarray:
     """The generator's probabilities (windows, bands, n, n) on every ``stride``-th window
     of ``series`` (time, channels): every phase of a periodic series when stride is 1."""
-    t, n = model.window, model.n_channels
-    x = model._scale(check_series(series, n, t))
-    windows = _windows(x, np.arange(0, len(x) - t + 1, stride), t)
+    n = model.n_channels
+    windows = model.windows(series, stride)
     probs = []
-    for batch in model._batches(windows):
+    for batch in model.batches(windows):
         model.net.forward(model.runtime.to_device(batch))
         probs.append(model.net.mask_generator.prob.get())
     return np.concatenate(probs).reshape(len(windows), model.net.patches, n, n)
@@ -48,20 +48,16 @@ def generator_gradients(model, series, groups, stride: int = 7, seed: int = 0) -
     within- and across-group pairs (negative: the loss wants the pair kept), and the
     coherence |sum over windows of dL/dW| / sum over windows of |dL/dW| (1: every window
     pushes W the same way; about 1/sqrt(windows) for random signs)."""
-    rt, net, cfg = model.runtime, model.net, model.config
+    net = model.net
     within, across = _pairs(groups)
-    x = model._scale(check_series(series, model.n_channels, model.window))
-    windows = _windows(x, np.arange(0, len(x) - model.window + 1, stride), model.window)
+    windows = model.windows(series, stride)
     rng = np.random.default_rng(seed)
     out = {}
     for part, rec, dc in (("recon", 1.0, 0.0), ("dc", 0.0, 1.0)):
         dm_in, dm_across, total, norms = [], [], 0.0, 0.0
-        for batch in model._batches(windows):
-            xd = rt.to_device(batch)
-            xhat = net.forward(xd, rt.to_device(model._noise(rng, len(batch))))
-            groups_in_batch = len(batch) * net.patches
-            net.backward(model._mse.output_gradient(xhat, xd) * rec, 0.0,
-                         dc * cfg["dc_lambda"] / (cfg["e_layers"] * groups_in_batch))
+        for batch in model.batches(windows):
+            model.backward(*model.forward(batch, model.mask_noise(rng, len(batch))),
+                           time=rec, freq=0.0, dc=dc)
             dm = net.mask_grad.get()
             z, slope = (a.get() for a in net.mask_generator.saved())
             per_group = np.einsum("gcd,gck->gdk", dm * slope, z)
@@ -80,26 +76,23 @@ def generator_gradients(model, series, groups, stride: int = 7, seed: int = 0) -
 DESIGNS = {"official": {}, "amplitude input": {"mask_input": "amplitude"},
            "dc on patches": {"dc_source": "patches"},
            "both": {"mask_input": "amplitude", "dc_source": "patches"}}
-# A model small enough to train in seconds on 2 cores.
-TINY = dict(window=48, patch_size=8, patch_stride=8, cf_dim=8, e_layers=1, n_heads=1,
-            head_dim=4, d_ff=8, d_model=4, batch_size=32, inference_patch_size=8)
+# A model that learns masks in seconds on 2 cores.
+TRAINABLE = dict(window=48, patch_size=8, patch_stride=8, cf_dim=8, e_layers=1, n_heads=1,
+                 head_dim=4, d_ff=8, d_model=4, batch_size=32, inference_patch_size=8)
 
 
 def separation_grid(rates=(1e-5, 1e-4, 1e-3, 1e-2), seeds=(0,), designs=DESIGNS,
                     epochs: int = 1, train_length: int = 800, test_length: int = 300,
                     **options) -> list:
-    """Train a TINY CATCH on planted_groups for every design, mask learning rate and seed;
+    """Train a TRAINABLE CATCH on planted_groups for every design, mask learning rate and seed;
     one row each with the best band's separation and the mean |prob - 1/2|."""
-    from ..data import planted_groups
-    from .detector import CATCH
-
     rows = []
     for seed in seeds:
         data = planted_groups(train_length, test_length, seed=seed)
         for design, extra in designs.items():
             for rate in rates:
                 model = CATCH(data["train"].shape[1], seed=seed,
-                              **{**TINY, **options, **extra, "mask_lr": rate})
+                              **{**TRAINABLE, **options, **extra, "mask_lr": rate})
                 model.fit(data["train"], epochs=epochs, progress=False)
                 probs = mask_probabilities(model, data["test"])
                 rows.append({"design": design, "mask_lr": rate, "seed": seed,

@@ -1,5 +1,6 @@
-"""Anomaly-detection metrics on per-step scores and 0/1 labels: AUC-ROC and AUC-PR from
-scikit-learn, best F1 over thresholds and F1 at a percentile threshold.
+"""Anomaly-detection metrics on per-step scores and 0/1 labels: AUC-ROC and AUC-PR (as
+scikit-learn computes them: tests/test_anomalies.py compares), best F1 over thresholds and F1
+at a percentile threshold.
 
 Taught in notebooks/06_attention_primer, notebooks/07_catch.
 """
@@ -7,7 +8,6 @@ Taught in notebooks/06_attention_primer, notebooks/07_catch.
 from __future__ import annotations
 
 import numpy as np
-from sklearn import metrics as sk
 
 
 def _check(labels, scores):
@@ -31,13 +31,19 @@ def _curve(y, s):
 
 
 def auc_roc(labels, scores) -> float:
-    """Area under the ROC curve (scikit-learn's roc_auc_score)."""
-    return float(sk.roc_auc_score(*_check(labels, scores)))
+    """Area under the ROC curve: the trapezoids between the (false, true positive rate)
+    points of every distinct threshold, from (0, 0) (scikit-learn's roc_auc_score)."""
+    tp, fp, _ = _curve(*_check(labels, scores))
+    tpr, fpr = np.r_[0, tp] / tp[-1], np.r_[0, fp] / fp[-1]
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
 
 
 def auc_pr(labels, scores) -> float:
-    """Average precision, the usual AUC-PR (scikit-learn's average_precision_score)."""
-    return float(sk.average_precision_score(*_check(labels, scores)))
+    """Average precision, the usual AUC-PR: the precision at each distinct threshold times
+    the recall it adds (scikit-learn's average_precision_score)."""
+    tp, fp, _ = _curve(*_check(labels, scores))
+    recall = np.r_[0, tp] / tp[-1]
+    return float(np.sum(np.diff(recall) * tp / (tp + fp)))
 
 
 def f1_at(labels, predicted) -> dict:

@@ -31,10 +31,40 @@ DC_SOURCES = ("attention", "patches")
 
 
 class _Composite(Layer):
-    """A layer made of named layers: its parameters and release are theirs."""
+    """A layer made of named layers, listed once by ``parts(**config)`` as ``{name: (class,
+    keyword arguments)}``: built from that list (each an attribute), and its parameters'
+    shapes computed from it without building anything (checkpoints check files with them).
+    Its parameters and release are its parts'."""
+
+    @staticmethod
+    def parts(**config) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def parameter_shapes(cls, config: dict) -> dict:
+        """The shape of every parameter, named like :meth:`named_parameters`, for the
+        arguments ``config``."""
+        return {f"{name}.{key}": shape for name, (part, kwargs) in cls.parts(**config).items()
+                for key, shape in part.parameter_shapes(kwargs).items()}
+
+    def build(self, parts: dict) -> None:
+        """Build ``parts`` (of :meth:`parts`) on this layer's runtime, as attributes."""
+        self._parts = {name: part(**kwargs, runtime=self.runtime)
+                       for name, (part, kwargs) in parts.items()}
+        for name, module in self._parts.items():
+            setattr(self, name, module)
 
     def named(self) -> dict:
-        raise NotImplementedError
+        """The layers that hold parameters, by dotted name, parts of parts included."""
+        out = {}
+        for name, module in self._parts.items():
+            inner = module.named() if isinstance(module, _Composite) else {"": module}
+            out.update({f"{name}.{k}" if k else name: m for k, m in inner.items()})
+        return out
+
+    def named_parameters(self) -> dict:
+        return {f"{name}.{p.name}": p for name, m in self.named().items()
+                for p in m.parameters()}
 
     def parameters(self) -> list:
         return [p for m in self.named().values() for p in m.parameters()]
@@ -45,26 +75,28 @@ class _Composite(Layer):
             m.release()
 
 
-class _Block(_Composite):
+class TransformerBlock(_Composite):
     """One pre-norm channel-masked transformer layer: ``forward(h, mask)``;
     ``backward(dh, mask_grad, first, dc_weight)`` also adds the mask's gradient (written,
     not added, by the ``first`` block backward meets) and the dc loss's gradients."""
 
+    @staticmethod
+    def parts(cf, heads, head_dim, d_ff, seed=0, **_) -> dict:
+        inner = heads * head_dim
+        return {"norm1": (LayerNorm, dict(width=cf)),
+                "qkv": (Dense, dict(n_in=cf, n_out=3 * inner, seed=seed)),
+                "out": (Dense, dict(n_in=inner, n_out=cf, seed=seed + 1)),
+                "norm2": (LayerNorm, dict(width=cf)),
+                "ff1": (Dense, dict(n_in=cf, n_out=d_ff, seed=seed + 2)),
+                "ff2": (Dense, dict(n_in=d_ff, n_out=cf, seed=seed + 3))}
+
     def __init__(self, cf, heads, head_dim, d_ff, fill, tau, reg, seed, runtime, dc=True):
         super().__init__(runtime)
-        rt, inner = self.runtime, heads * head_dim
-        self.norm1, self.norm2 = LayerNorm(cf, rt), LayerNorm(cf, rt)
-        self.qkv = Dense(cf, 3 * inner, seed=seed, runtime=rt)
-        self.out = Dense(inner, cf, seed=seed + 1, runtime=rt)
-        self.ff1 = Dense(cf, d_ff, seed=seed + 2, runtime=rt)
-        self.ff2 = Dense(d_ff, cf, seed=seed + 3, runtime=rt)
+        rt = self.runtime
+        self.build(self.parts(cf, heads, head_dim, d_ff, seed))
         self.gelu = GELU(rt)
         self.attention = MaskedAttention(heads, fill, rt)
         self.dc = ChannelDCLoss(heads, tau, reg, rt) if dc else None
-
-    def named(self):
-        return {"norm1": self.norm1, "qkv": self.qkv, "out": self.out, "norm2": self.norm2,
-                "ff1": self.ff1, "ff2": self.ff2}
 
     def forward(self, h, mask):
         rt, groups, n = self.runtime, mask.shape[0], mask.shape[1]
@@ -93,14 +125,16 @@ class _Block(_Composite):
 class _Head(_Composite):
     """CATCH's Flatten_Head: 3 x { v = relu(Dense v) + v }, then Dense(nf -> T)."""
 
+    @staticmethod
+    def parts(nf, t, seed=0) -> dict:
+        return {**{f"res{j}": (Dense, dict(n_in=nf, n_out=nf, activation="relu", seed=seed + j))
+                   for j in range(3)},
+                "out": (Dense, dict(n_in=nf, n_out=t, seed=seed + 3))}
+
     def __init__(self, nf, t, seed, runtime):
         super().__init__(runtime)
-        self.res = [Dense(nf, nf, "relu", seed=seed + j, runtime=self.runtime)
-                    for j in range(3)]
-        self.out = Dense(nf, t, seed=seed + 3, runtime=self.runtime)
-
-    def named(self):
-        return {**{f"res{j}": r for j, r in enumerate(self.res)}, "out": self.out}
+        self.build(self.parts(nf, t, seed))
+        self.res = [self.res0, self.res1, self.res2]
 
     def forward(self, v):
         for r in self.res:
@@ -119,6 +153,32 @@ class _Head(_Composite):
 class CATCHNet(_Composite):
     """The graph of the module docstring with its parameters: ``forward(x, noise)`` keeps
     what ``backward`` needs, and ``backward`` adds the loss gradients to the parameters."""
+
+    @staticmethod
+    def parts(n_channels, window, patch_size, patch_stride, cf_dim, e_layers, n_heads,
+              head_dim, d_ff, d_model, projection, mask_fill, gumbel, temperature,
+              regular_lambda, seed=0, mask_input="spectrum", dc_source="attention") -> dict:
+        n, t, p, s = n_channels, window, patch_size, patch_stride
+        if projection == "linear":
+            embed = (Dense, dict(n_in=2 * p, n_out=cf_dim, seed=seed))
+        else:
+            embed = (ComplexConv1d, dict(window=p, step=s, filters=cf_dim // 2, variables=n,
+                                         shared=True, layout="tokens", seed=seed))
+        width = 2 * d_model
+        nf = ((t - p) // s + 1) * width
+        return {"embed": embed,
+                "mask_generator": (MaskGenerator, dict(
+                    n=n, width=p if mask_input == "amplitude" else 2 * p, gumbel=gumbel)),
+                **{f"layer{i}": (TransformerBlock, dict(
+                    cf=cf_dim, heads=n_heads, head_dim=head_dim, d_ff=d_ff, fill=mask_fill,
+                    tau=temperature, reg=regular_lambda, seed=seed + 10 * (i + 1),
+                    dc=dc_source == "attention")) for i in range(e_layers)},
+                "to_model": (Dense, dict(n_in=cf_dim, n_out=width, seed=seed + 100)),
+                "get_r": (Dense, dict(n_in=width, n_out=width, seed=seed + 101)),
+                "get_i": (Dense, dict(n_in=width, n_out=width, seed=seed + 102)),
+                "head_real": (_Head, dict(nf=nf, t=t, seed=seed + 110)),
+                "head_imag": (_Head, dict(nf=nf, t=t, seed=seed + 120)),
+                "ircom": (Dense, dict(n_in=2 * t, n_out=t, seed=seed + 130))}
 
     def __init__(self, n_channels, window, patch_size, patch_stride, cf_dim, e_layers,
                  n_heads, head_dim, d_ff, d_model, projection, mask_fill, gumbel,
@@ -141,46 +201,19 @@ class CATCHNet(_Composite):
         # the "patches" deviation: one dc loss on the cosines of the input patches
         self.patch_dc = ChannelDCLoss(1, temperature, regular_lambda, rt) \
             if dc_source == "patches" else None
-        if projection == "linear":
-            self.embed = Dense(2 * p, cf_dim, seed=seed, runtime=rt)
-        else:
-            self.embed = ComplexConv1d(p, s, cf_dim // 2, n, shared=True, layout="tokens",
-                                       seed=seed, runtime=rt)
-        width = p if mask_input == "amplitude" else 2 * p
-        self.mask_generator = MaskGenerator(n, width, gumbel, rt)
-        self.blocks = [_Block(cf_dim, n_heads, head_dim, d_ff, mask_fill, temperature,
-                              regular_lambda, seed + 10 * (i + 1), rt, dc_source == "attention")
-                       for i in range(e_layers)]
-        width = 2 * d_model
-        self.to_model = Dense(cf_dim, width, seed=seed + 100, runtime=rt)
-        self.get_r = Dense(width, width, seed=seed + 101, runtime=rt)
-        self.get_i = Dense(width, width, seed=seed + 102, runtime=rt)
-        nf = self.patches * width
-        self.head_real, self.head_imag = _Head(nf, t, seed + 110, rt), _Head(nf, t, seed + 120, rt)
-        self.ircom = Dense(2 * t, t, seed=seed + 130, runtime=rt)
+        self.build(self.parts(n, t, p, s, cf_dim, e_layers, n_heads, head_dim, d_ff, d_model,
+                              projection, mask_fill, gumbel, temperature, regular_lambda,
+                              seed, mask_input, dc_source))
+        self.blocks = [getattr(self, f"layer{i}") for i in range(e_layers)]
         self.ifft = fft.FFT(inverse=True, runtime=rt)
         # each group end to end in one buffer: its optimizer updates it in one launch
         self.layouts = [FlatLayout.lay_out(g) for g in self.parameter_groups()]
-
-    def named(self) -> dict:
-        out = {"embed": self.embed, "mask_generator": self.mask_generator}
-        for i, block in enumerate(self.blocks):
-            out.update({f"layer{i}.{k}": v for k, v in block.named().items()})
-        out.update({"to_model": self.to_model, "get_r": self.get_r, "get_i": self.get_i})
-        for part, head in (("real", self.head_real), ("imag", self.head_imag)):
-            out.update({f"head_{part}.{k}": v for k, v in head.named().items()})
-        out["ircom"] = self.ircom
-        return out
 
     def parameter_groups(self) -> tuple:
         """(main network's, mask generator's) parameters: CATCH trains them apart."""
         params = self.named_parameters()
         return ([p for k, p in params.items() if not k.startswith("mask_generator")],
                 [p for k, p in params.items() if k.startswith("mask_generator")])
-
-    def named_parameters(self) -> dict:
-        return {f"{name}.{p.name}": p for name, m in self.named().items()
-                for p in m.parameters()}
 
     def forward(self, x, noise=None):
         """x (B, N, T) device array, logistic noise (B L, N, N) for the mask sampler (None:

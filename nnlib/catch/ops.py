@@ -21,6 +21,11 @@ i32, f32 = np.int32, np.float32
 class LayerNorm(Layer):
     """Layer normalisation over the last axis (eps 1e-5), gamma = 1 and beta = 0 at first."""
 
+    @staticmethod
+    def parameter_shapes(config: dict) -> dict:
+        """The shape of each parameter for ``config`` (as :meth:`config` returns it)."""
+        return {"gamma": (config["width"],), "beta": (config["width"],)}
+
     def __init__(self, width: int, runtime=None):
         super().__init__(runtime)
         self.width = positive_int("LayerNorm", "width", width)
@@ -88,6 +93,11 @@ class MaskGenerator(Layer):
     prob at 0.5), diagonal 1. ``gumbel="code"`` uses the official logits +-logit(p), which
     sharpen the draw to p^2 / (p^2 + (1-p)^2); ``"bernoulli"`` draws with probability p.
     W (n, width) starts at zero (prob 0.5), as in the official code."""
+
+    @staticmethod
+    def parameter_shapes(config: dict) -> dict:
+        """The shape of each parameter for ``config`` (as :meth:`config` returns it)."""
+        return {"weight": (config["n"], config["width"])}
 
     def __init__(self, n: int, width: int, gumbel: str = "code", runtime=None):
         super().__init__(runtime)

@@ -6,6 +6,7 @@ the student's Python functions called with their errors reported."""
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,11 @@ def student_kernel(folder, topic: str, name: str, params: tuple, options: tuple 
     if count != len(params):
         raise NotYet(f"{name} takes {count} parameters; the check passes "
                      f"{len(params)}: ({', '.join(params)}). Keep the exercise's signature.")
+    local = launcher.kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
+                                                rt.device)
+    if local > rt.device.local_mem_size:
+        raise NotYet(f"{name} asks for {local} bytes of local memory; this device has "
+                     f"{rt.device.local_mem_size} per work-group: make its local arrays smaller")
     return launcher
 
 
@@ -125,10 +131,18 @@ def expect_function(fn, name: str, params: tuple) -> None:
 
 
 def call_student(fn, *args):
+    name = getattr(fn, "__name__", "your function")
     try:
         return fn(*args)
+    except SystemExit:
+        raise NotYet(f"{name} called sys.exit (or exit): return the value instead") from None
+    except ImportError as err:
+        top = (err.name or "").split(".")[0]
+        if not (top in sys.modules and sys.modules[top] is None):  # not a blocked shortcut
+            raise NotYet(f"{name} raised {type(err).__name__}: {err}") from None
+        raise NotYet(f"Your function uses {err.name}, which this exercise leaves out: the "
+                     f"point is to compute it yourself, with numpy.") from None
     except Exception as err:  # the student's code: report it, never a traceback
-        raise NotYet(f"{getattr(fn, '__name__', 'your function')} raised "
-                     f"{type(err).__name__}: {err}") from None
+        raise NotYet(f"{name} raised {type(err).__name__}: {err}") from None
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import reference as ref
+from ..activations import DERIVATIVE_FORMULAS, FROM_Y
 from ..codes import ACTIVATIONS, LOSSES
 from .harness import (
     Output,
@@ -135,14 +138,11 @@ def check_dense_backward_weight(folder) -> Verdict:
     return verdict("check_dense_backward_weight", "dense_backward_weight_seed", cases)
 
 
-_DERIVATIVES = {"tanh": "1 - y*y", "sigmoid": "y * (1 - y)", "relu": "1 where y > 0, else 0",
-                "leaky_relu": "1 where y > 0, else LEAKY_SLOPE", "none": "1"}
 
 
 @exercise("01_dense_kernels", points=2, kernel=True, hints=(
     "The derivative of each activation can be written with its output y = f(z).",
-    "tanh: 1 - y^2; sigmoid: y (1 - y); relu: 1 where y > 0; leaky_relu: 1 where y > 0, "
-    "else LEAKY_SLOPE; none: 1."))
+    "; ".join(f"{name}: {DERIVATIVE_FORMULAS[name]}" for name in FROM_Y) + "."))
 def check_activation_grad(folder) -> Verdict:
     """``activate_grad(y, act)`` in ``<folder>/activation.cl``, run through the
     ``activation_backward(y, dy, dz, n, act)`` kernel: dz = dy * act'(z), written with y."""
@@ -150,8 +150,7 @@ def check_activation_grad(folder) -> Verdict:
         kernel = student_kernel(folder, "activation", "activation_backward",
                                 ("y", "dy", "dz", "n", "act"))
         rng = new_rng()
-        for act, n in (("tanh", 37), ("sigmoid", 1), ("relu", wide()), ("leaky_relu", 100),
-                       ("none", 5)):
+        for act, n in zip(FROM_Y, itertools.cycle((37, 1, wide(), 100, 5))):
             y = ref.activate(rng.standard_normal(n) * 2, act).astype(np.float32)
             dy = rng.standard_normal(n).astype(np.float32)
 
@@ -160,7 +159,7 @@ def check_activation_grad(folder) -> Verdict:
                 launch(kernel, y.shape, to_device(y).data, to_device(dy).data, dz.array.data,
                         np.int32(y.size), np.int32(ACTIVATIONS[act]))
                 return dz.get("dz")
-            formula = _DERIVATIVES[act]
+            formula = DERIVATIVE_FORMULAS[act]
             mistakes = {
                 f"activate_grad returns 1 for {act}: add its case, {formula}": dy,
                 f"activate_grad gets the output y = act(z), not z: write the derivative with y "

@@ -19,7 +19,8 @@ def _recalls(y_true, y_pred, n_classes):
 
 @exercise("02_train_fractal_classifier", points=1, kernel=False, hints=(
     "A class's recall is the share of its true samples predicted as it.",
-    "np.mean([np.mean(y_pred[y_true == k] == k) for k in classes present in y_true])."))
+    "np.mean([np.mean(y_pred[y_true == k] == k) for k in classes present in y_true])."),
+          shortcuts=("sklearn", "scipy", "torch"))
 def check_balanced_accuracy(balanced_accuracy) -> Verdict:
     """``balanced_accuracy(y_true, y_pred, n_classes)``: the mean, over the classes present in
     ``y_true``, of each class's recall (the share of its samples predicted as it)."""
@@ -55,7 +56,8 @@ def check_balanced_accuracy(balanced_accuracy) -> Verdict:
 
 @exercise("02_train_fractal_classifier", points=1, kernel=False, hints=(
     "Count each (true, predicted) pair: row = the true class, column = the prediction.",
-    "np.add.at(c, (y_true, y_pred), 1) on c = np.zeros((n_classes, n_classes), int)."))
+    "np.add.at(c, (y_true, y_pred), 1) on c = np.zeros((n_classes, n_classes), int)."),
+          shortcuts=("sklearn", "scipy", "torch"))
 def check_confusion_matrix(confusion_matrix) -> Verdict:
     """``confusion_matrix(y_true, y_pred, n_classes)``: counts c[i, j] of the samples of true
     class i predicted as class j, an (n_classes, n_classes) integer array."""
@@ -68,7 +70,7 @@ def check_confusion_matrix(confusion_matrix) -> Verdict:
                                   (rng.integers(0, 3, 50), rng.integers(0, 3, 50), 3),
                                   (np.array([0, 0, 1]), np.array([1, 1, 1]), 4),
                                   (rng.integers(0, 5, 301), rng.integers(0, 5, 301), 5)):
-            want = np.zeros((k, k))
+            want = np.zeros((k, k), np.int64)
             np.add.at(want, (y_true, y_pred), 1)
             mistakes = {"rows are the true classes, columns the predictions: c[y_true, y_pred]":
                         want.T,
@@ -76,5 +78,6 @@ def check_confusion_matrix(confusion_matrix) -> Verdict:
                         "counts a repeated pair once": np.minimum(want, 1)}
             yield Case(f"{len(y_true)} samples, {k} classes",
                        lambda a=y_true, b=y_pred, k=k: call_student(confusion_matrix, a, b, k),
-                       want, "the matrix", mistakes)
+                       want, "the matrix", mistakes,
+                       "c[i, j] counts the samples of true class i predicted as class j")
     return verdict("check_confusion_matrix", "confusion_matrix", cases, rtol=0, atol=0)

@@ -26,8 +26,9 @@ from .verdicts import Case, NotYet, Verdict, verdict
 @exercise("03_cpu_vs_gpu", points=1, kernel=False, hints=(
     "Count the floating-point operations of x W^T and the bytes that must at least move "
     "once between memory and the device.",
-    "flops = 2 batch n_in n_out; bytes = 4 (batch n_in + n_in n_out + n_out + "
-    "batch n_out); intensity = flops / bytes."))
+    "flops = 2 batch n_in n_out; bytes = 4 (batch n_in + n_in n_out + batch n_out) (the "
+    "bias is negligible); intensity = flops / bytes."),
+          shortcuts=("nnlib.bench.roofline:dense_intensity",))
 def check_intensity(intensity) -> Verdict:
     """``intensity(batch, n_in, n_out)``: the FLOP per byte of a dense forward pass whose
     float32 operands x, W and y each move once between memory and the device (the bias is

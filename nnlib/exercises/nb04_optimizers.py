@@ -100,6 +100,12 @@ def check_adan_update(folder) -> Verdict:
                                                                           g_prev)), t, **args))
             mistakes = {"store g in g_prev: the next step's difference needs it":
                         np.concatenate([want[:4], g_prev[None]])}
+            denom = np.sqrt(want[3]) / np.sqrt(bc3) + eps
+            extra = (betas[1] - 1) * lr * betas[1] / bc2 * want[2] / denom
+            twice = want.copy()
+            twice[0] -= extra if no_prox else extra / (1 + lr * wd)
+            mistakes["step_size_d = lr beta2 / (1 - beta2^t) already holds beta2: the d term is "
+                     "step_size_d d / denom"] = twice
             if t > 1:
                 no_diff = np.stack(ref.adan_step(*(a.astype(np.float64) for a in (
                     w, g, m, d, nu, g)), t, **args))

@@ -33,9 +33,13 @@ def check_gumbel_softmax(folder) -> Verdict:
         kernel = student_kernel(folder, "activation", "gumbel_softmax_forward", params)
         rng = new_rng()
         for rows, cols, tau, size in ((1, 1, 1.0, 1.0), (1, 7, 1.0, 1.0), (13, 33, 0.5, 1.0),
-                                      (wide(), 5, 2.0, 1.0), (3, 6, 1.0, 60.0)):
+                                      (wide(), 5, 2.0, 1.0), (3, 6, 1.0, 60.0), (4, 6, 1.0, 0.0)):
             logits = (size * rng.standard_normal((rows, cols))).astype(np.float32)
             noise = (-np.log(-np.log(rng.uniform(1e-6, 1.0, (rows, cols))))).astype(np.float32)
+            if size == 0:  # ties: each row's largest value twice (or more), no noise
+                logits = rng.integers(0, 3, (rows, cols)).astype(np.float32)
+                logits[:, [1, 4]] = 3.0
+                noise[:] = 0.0
 
             def run(logits=logits, noise=noise, tau=tau):
                 rows, cols = logits.shape
@@ -55,7 +59,13 @@ def check_gumbel_softmax(folder) -> Verdict:
             if tau != 1:
                 mistakes["divide logits + noise by the temperature tau"] = joined(
                     *ref.gumbel_softmax(logits, noise, 1.0))
-            label = f"{rows} rows of {cols}, tau = {tau}" + (LARGE_LOGITS if size > 1 else "")
+            if size == 0:
+                last = np.zeros_like(hard)
+                last[np.arange(rows), cols - 1 - np.argmax(soft[:, ::-1], -1)] = 1.0
+                mistakes["on a tie hard marks the first largest entry: replace it only when a "
+                         "value is strictly larger (>, not >=)"] = joined(soft, last)
+            label = (f"{rows} rows of {cols}, tau = {tau}" + (LARGE_LOGITS if size > 1 else "")
+                     + (", tied largest logits" if size == 0 else ""))
             yield Case(label, run, joined(soft, hard), "soft | hard", mistakes,
                        "soft = softmax((logits + noise) / tau) with the row's largest value "
                        "subtracted before exp; hard = the one-hot of soft's largest entry")
@@ -70,7 +80,8 @@ def _pairs(labels, scores):
 
 @exercise("06_attention_primer", points=1, kernel=False, hints=(
     "Compare every anomaly's score with every normal step's score.",
-    "AUC = mean over (anomaly, normal) pairs of [s_a > s_n] + 0.5 [s_a == s_n]."))
+    "AUC = mean over (anomaly, normal) pairs of [s_a > s_n] + 0.5 [s_a == s_n]."),
+          shortcuts=("sklearn", "scipy", "torch", "nnlib.catch.metrics:auc_roc"))
 def check_auc_roc(auc_roc) -> Verdict:
     """``auc_roc(labels, scores)``: the probability that a random anomaly (label 1) scores
     higher than a random normal step (label 0), ties counting one half."""

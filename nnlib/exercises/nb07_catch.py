@@ -62,6 +62,23 @@ def check_masked_softmax(folder) -> Verdict:
                 "lse = top + log(sum): add back the maximum taken out before exp":
                 joined(probs, -np.log(largest)),
                 "divide every exp by the row's sum": joined(probs / largest[..., None], lse)}
+            split = qkv.reshape(groups, n, 3, heads, dh)
+            if heads > 1:  # every head's logits against head 0's keys
+                first_keys = split.copy()
+                first_keys[:, :, 1] = split[:, :, 1, :1]
+                mistakes["key j of head h starts at QKV(g, j, 1) + h * dh: each head has its "
+                         "own keys"] = joined(*ref.masked_attention_forward(
+                             first_keys.reshape(qkv.shape), mask, heads, hard=bool(hard))[1:])
+            if dh > 1:  # logits not divided by sqrt(dh)
+                unscaled = split.copy()
+                unscaled[:, :, 0] *= np.sqrt(dh)
+                mistakes["scale the logits by 1 / sqrt(dh): pass scale to masked_logit"] = joined(
+                    *ref.masked_attention_forward(unscaled.reshape(qkv.shape), mask, heads,
+                                                  hard=bool(hard))[1:])
+            if n > 1:
+                mistakes["m[j] is the mask of (query i, key j): row i of the group's mask, "
+                         "mask[(g n + i) n + j]"] = joined(*ref.masked_attention_forward(
+                             qkv, mask.transpose(0, 2, 1).copy(), heads, hard=bool(hard))[1:])
             if hard:
                 unmasked = ref.masked_attention_forward(qkv, np.ones_like(mask), heads, hard=True)
                 mistakes["the hard mask multiplies exp by m[j] (a masked key gets 0)"] = joined(

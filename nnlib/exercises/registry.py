@@ -19,22 +19,24 @@ class Exercise:
     points: int
     hints: tuple  # a nudge, then the formula
     check: Callable
-    kernel: bool  # checks the student's kernels/*.cl in the worker, else a Python function
+    kernel: bool  # checks the student's kernels/*.cl, else a Python function
+    shortcuts: tuple  # what the student's function may not use (see worker.shortcuts_blocked)
 
 
 EXERCISES: dict[str, Exercise] = {}
 
 
-def exercise(notebook: str, points: int, kernel: bool, hints: tuple):
-    """Registers the decorated ``check_<name>``; a kernel check runs in the worker process."""
+def exercise(notebook: str, points: int, kernel: bool, hints: tuple, shortcuts: tuple = ()):
+    """Registers the decorated ``check_<name>``, which runs in the worker process."""
     def register(check):
         name = check.__name__.removeprefix("check_")
         if name in EXERCISES:
             raise ValueError(f"two exercises named {name!r}")
         if len(hints) != 2:
             raise ValueError(f"{name}: hints are (a nudge, the formula)")
-        run = in_worker(check) if kernel else check
-        EXERCISES[name] = Exercise(name, notebook, points, tuple(hints), run, kernel)
+        run = in_worker(check, kernel, shortcuts)
+        EXERCISES[name] = Exercise(name, notebook, points, tuple(hints), run, kernel,
+                                   tuple(shortcuts))
         return run
     return register
 

@@ -66,14 +66,13 @@ def verdict(check: str, what: str, cases: Callable[[], list], rtol=1e-4, atol=1e
 
 
 def find_problem(case: Case, got, rtol: float, atol: float) -> str | None:
-    """None if ``got`` matches ``case.want``, else what is wrong, with a hint."""
+    """None if ``got`` matches ``case.want``, else what is wrong, with a hint: a known mistake's
+    when exactly one matches ``got`` (when several do, the case cannot tell them apart and
+    gives its general hint)."""
     want, out = case.want, case.out
-    if got is None:
-        return f"got None instead of {out}"
-    try:
-        got = np.asarray(got, dtype=want.dtype)
-    except (TypeError, ValueError):
-        return f"{out} should be numbers, got {type(got).__name__}"
+    got = _numbers(got, want, out)
+    if isinstance(got, str):
+        return got
     if got.shape != want.shape:
         return f"{out} has shape {got.shape}, expected {want.shape}"
     bad = ~np.isfinite(got) & np.isfinite(want)
@@ -90,9 +89,25 @@ def find_problem(case: Case, got, rtol: float, atol: float) -> str | None:
     at = np.unravel_index(np.nanargmax(np.where(np.isnan(err), np.inf, err)), err.shape)
     where = f" at {out}{[int(i) for i in at]}" if want.ndim else ""
     message = f"max |error| {err[at]:.2g}{where} (got {got[at]:.4g}, expected {want[at]:.4g})"
-    for hint, wrong in case.mistakes.items():
-        if np.allclose(got, wrong, rtol=rtol, atol=atol):
-            return f"{message}. Hint: {hint}"
+    matching = [hint for hint, wrong in case.mistakes.items()
+                if np.shape(wrong) == want.shape and np.allclose(got, wrong, rtol=rtol, atol=atol)]
+    if len(matching) == 1:
+        return f"{message}. Hint: {matching[0]}"
     return f"{message}. Hint: {case.hint}" if case.hint else message
 
 
+def _numbers(got, want: np.ndarray, out: str):
+    """``got`` as an array of ``want``'s dtype, or what is wrong with its type."""
+    if got is None:
+        return f"got None instead of {out}"
+    if isinstance(got, (str, bytes)):
+        return f"{out} should be a number, got the text {got!r:.40}"
+    try:
+        array = np.asarray(got)
+    except Exception as err:  # the student's object: report it, never a traceback
+        return f"{out} could not be read as numbers: {type(err).__name__}: {err}"
+    kinds = "biufc" if want.dtype.kind == "c" else "iu" if want.dtype.kind in "iu" else "biuf"
+    if array.dtype.kind not in kinds:
+        wanted = {"biufc": "numbers", "iu": "integer counts", "biuf": "real numbers"}[kinds]
+        return f"{out} should hold {wanted}, got {type(got).__name__} of {array.dtype}"
+    return array.astype(want.dtype)

@@ -18,15 +18,41 @@ Taught in notebooks/05_complex_and_fft.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import tuning
 from ..codes import ACTIVATIONS, COMPLEX_ACTIVATIONS, activation_code
 from ..parameter import Parameter
+from ..registry import LAYERS
 from ..sizes import ceil_div, vector_width
+from .activation import DeviceActivation
 from .base import Layer, check_seed, positive_int
 
 LAYOUTS = ("channels", "tokens")
+
+
+class Geometry(NamedTuple):
+    """The sizes conv.cl's kernels take, named and ordered as their arguments (int32): rows
+    = batch x variables, out_len output positions, groups of filters, and the output's
+    strides between filters (sf) and positions (st), which make its layout."""
+
+    rows: np.int32
+    variables: np.int32
+    length: np.int32
+    window: np.int32
+    step: np.int32
+    filters: np.int32
+    out_len: np.int32
+    groups: np.int32
+    sf: np.int32
+    st: np.int32
+
+    def take(self, *names) -> tuple:
+        """The values of ``names``, in that order (for a kernel that takes only some)."""
+        return tuple(getattr(self, name) for name in names)
+
 TILE_WIDTHS = (4, 8, 16)  # conv.cl's CV
 
 
@@ -65,6 +91,16 @@ class _Conv1dBase(Layer):
 
     dtype = np.float32
     prefix = ""  # kernel names: conv1d_* or cconv1d_*
+    choices = {"layout": LAYOUTS}  # the arguments that name one of a list
+
+    @classmethod
+    def parameter_shapes(cls, config: dict) -> dict:
+        """The shape of each parameter for ``config`` (as :meth:`config` returns it); a
+        complex value is a trailing axis of 2 floats."""
+        groups = 1 if config["shared"] else config["variables"]
+        pair = (2,) if cls.dtype == np.complex64 else ()
+        return {"weight": (groups, config["filters"], config["window"]) + pair,
+                "bias": (groups, config["filters"]) + pair}
 
     def __init__(self, window, step, filters, variables, shared, layout, seed, runtime):
         super().__init__(runtime)
@@ -77,6 +113,8 @@ class _Conv1dBase(Layer):
             raise ValueError(f"{name}: unknown layout {layout!r}; choose one of {LAYOUTS}")
         self.shared, self.layout, self.seed = bool(shared), layout, check_seed(name, seed)
         self.groups = 1 if self.shared else self.variables
+        self.runtime.check_alloc((self.groups, self.filters, self.window, 2), np.float32,
+                                 f"{name} weight")
         self._forward, self._input, self._weight = (
             self.runtime.launcher("conv", f"{self.prefix}conv1d_{product}")
             for product in ("forward", "backward_input", "backward_weight"))
@@ -117,22 +155,23 @@ class _Conv1dBase(Layer):
         self.out_len(x.shape[2])
         return x
 
-    def _geometry(self, x):
+    def _geometry(self, x) -> Geometry:
         batch, _, length = x.shape
         t = self.out_len(length)
         sf, st = (t, 1) if self.layout == "channels" else (1, self.filters)
-        return [np.int32(v) for v in (batch * self.variables, self.variables, length,
-                                      self.window, self.step, self.filters, t, self.groups,
-                                      sf, st)]
+        return Geometry(*(np.int32(v) for v in (
+            batch * self.variables, self.variables, length, self.window, self.step,
+            self.filters, t, self.groups, sf, st)))
 
     def _conv_forward(self, x, out, *extra):
         geo = self._geometry(x)
-        rows, t = int(geo[0]), int(geo[6])
+        rows, t = int(geo.rows), int(geo.out_len)
         if self._blocked is not None and self.step == 1:
             cv, cf = self._tile["CV"], self._tile["CF"]
             self._blocked((ceil_div(t, cv), ceil_div(self.filters, cf), rows),
                           None, x.data, self.weight.value.data, self.bias.value.data,
-                          out.data, *geo[:4], *geo[5:])
+                          out.data, *geo.take("rows", "variables", "length", "window",
+                                              "filters", "out_len", "groups", "sf", "st"))
             return
         self._forward((t, self.filters, rows), None, x.data,
                       self.weight.value.data, self.bias.value.data, out.data, *geo,
@@ -142,7 +181,7 @@ class _Conv1dBase(Layer):
         """dL/dx from dL/dz (before the activation); accumulates weight.grad and bias.grad."""
         x = self.saved()[0]
         geo = self._geometry(x)
-        rows, length = int(geo[0]), x.shape[2]
+        rows, length = int(geo.rows), x.shape[2]
         self._weight((self.window + 1, self.filters, self.groups), None,
                      dz.data, x.data, self.weight.grad.data, self.bias.grad.data, *geo)
         dx = self.runtime.empty(x.shape, self.dtype)
@@ -158,12 +197,14 @@ class _Conv1dBase(Layer):
                                       shape=y.shape, dtype=self.dtype)
 
 
+@LAYERS.register
 class Conv1d(_Conv1dBase):
     """Real 1-D convolution, y = act(z) with z[b, v, f, t] = bias[g, f]
     + sum_k weight[g, f, k] x[b, v, t*step + k] (see the module docstring for the shapes).
 
-    ``activation``: none, tanh, sigmoid, relu, leaky_relu. Initialised like torch.nn.Conv1d:
-    uniform in +-1/sqrt(window). Adam-mini blocks: one per filter (weight), one per bias.
+    ``activation``: an elementwise one of the activation table (:mod:`nnlib.activations`).
+    Initialised like torch.nn.Conv1d: uniform in +-1/sqrt(window). Adam-mini blocks: one per
+    filter (weight), one per bias.
     """
 
     def __init__(self, window: int, step: int, filters: int, variables: int,
@@ -174,31 +215,30 @@ class Conv1d(_Conv1dBase):
         if self.act == ACTIVATIONS["softmax"]:
             raise ValueError("Conv1d: softmax is not an elementwise activation")
         self.activation = activation
+        self._activation = DeviceActivation(self.runtime, activation)
         rng = np.random.default_rng(seed)
         bound = 1.0 / np.sqrt(self.window)
-        shape = (self.groups, self.filters)
-        self.weight = Parameter(rng.uniform(-bound, bound, shape + (self.window,)), "weight",
+        shapes = self.parameter_shapes(self.config())
+        self.weight = Parameter(rng.uniform(-bound, bound, shapes["weight"]), "weight",
                                 block_size=self.window, runtime=self.runtime)
-        self.bias = Parameter(rng.uniform(-bound, bound, shape), "bias", block_size=1,
+        self.bias = Parameter(rng.uniform(-bound, bound, shapes["bias"]), "bias", block_size=1,
                               runtime=self.runtime)
-        self._act_backward = self.runtime.launcher("activation", "activation_backward")
 
     def forward(self, x):
         x = self._take_input(x)
-        y = self.runtime.empty(self.output_shape(x.shape[0], x.shape[2]))
-        self._conv_forward(x, y, np.int32(self.act))
-        self.save_for_backward(x, y)
+        out = self.runtime.empty(self.output_shape(x.shape[0], x.shape[2]))
+        self._conv_forward(x, out, np.int32(self._activation.in_product))
+        y, s = self._activation.apply(out)
+        self.save_for_backward(x, y, s)
         return y
 
     def backward(self, grad_out):
         """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
         dy = self._take_grad(grad_out)
-        dz = self.runtime.empty(dy.shape)
-        self._act_backward((dy.size,), None, self.saved()[1].data, dy.data,
-                           dz.data, np.int32(dy.size), np.int32(self.act))
-        return self._conv_backward(dz)
+        return self._conv_backward(self._activation.backward(self.saved()[2], dy))
 
 
+@LAYERS.register
 class ComplexConv1d(_Conv1dBase):
     """Complex 1-D convolution on complex64 inputs: y = act(z), z = bias + sum_k w x with
     complex w, bias (``weight.value`` is float32 (groups, filters, window, 2), (re, im)).
@@ -226,10 +266,10 @@ class ComplexConv1d(_Conv1dBase):
         self.modrelu_b = float(modrelu_b)
         rng = np.random.default_rng(seed)
         bound = 1.0 / np.sqrt(2 * self.window)
-        shape = (self.groups, self.filters)
-        self.weight = Parameter(rng.uniform(-bound, bound, shape + (self.window, 2)), "weight",
+        shapes = self.parameter_shapes(self.config())
+        self.weight = Parameter(rng.uniform(-bound, bound, shapes["weight"]), "weight",
                                 block_size=2 * self.window, runtime=self.runtime)
-        self.bias = Parameter(rng.uniform(-bound, bound, shape + (2,)), "bias", block_size=2,
+        self.bias = Parameter(rng.uniform(-bound, bound, shapes["bias"]), "bias", block_size=2,
                               runtime=self.runtime)
         self._act = [self.runtime.launcher("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
@@ -247,8 +287,7 @@ class ComplexConv1d(_Conv1dBase):
 
     def _chunks(self, rows: int) -> int:
         """Chunks the weight gradient splits each group's rows into: enough work-items
-        (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy
-        (B32 V8 L1024 W16 F16 on 2 Zen 3 cores: 1 chunk 120 ms, 4-32 chunks 50-75 ms)."""
+        (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy."""
         cv, cf = self._tile["CV"], self._tile["CF"]
         items = ceil_div(self.window, cv) * ceil_div(self.filters, cf) * self.groups
         per_group = rows // self.variables if self.groups > 1 else rows
@@ -260,7 +299,7 @@ class ComplexConv1d(_Conv1dBase):
         weights'); accumulates weight.grad and bias.grad, returns G_x."""
         rt, x = self.runtime, self.saved()[0]
         geo = self._geometry(x)
-        rows, length = int(geo[0]), x.shape[2]
+        rows, length = int(geo.rows), x.shape[2]
         cv, cf, w, f = self._tile["CV"], self._tile["CF"], self.window, self.filters
         chunks = self._chunks(rows)
         part = rt.empty((chunks, self.groups, f, w + 1), np.complex64)
@@ -274,11 +313,13 @@ class ComplexConv1d(_Conv1dBase):
             self._input((length, rows), None, dz.data, self.weight.value.data, dx.data, *geo)
             return dx
         padded = rt.empty((rows, f, length + w - 1), np.complex64)
-        self._pad((length + w - 1, rows), None, dz.data, padded.data, geo[0], geo[2], geo[3],
-                  geo[5], geo[6], geo[8], geo[9])
+        self._pad((length + w - 1, rows), None, dz.data, padded.data,
+                  *geo.take("rows", "length", "window", "filters", "out_len", "sf", "st"))
         dx = rt.empty(x.shape, self.dtype)
         self._input_blocked((ceil_div(length, cv), rows), None, padded.data,
-                            self.weight.value.data, dx.data, *geo[:4], geo[5], geo[7])
+                            self.weight.value.data, dx.data,
+                            *geo.take("rows", "variables", "length", "window", "filters",
+                                      "groups"))
         return dx
 
     def complex_weight(self) -> np.ndarray:

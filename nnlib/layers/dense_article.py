@@ -1,5 +1,6 @@
 """The article's dense design: one work-item per output value (kernels/dense.cl,
-``dense_*_seed``), each a plain loop over the shared dimension. The teaching path.
+``dense_*_seed``), each a plain loop over the shared dimension:
+``Dense(variant="article")``.
 
 Taught in notebooks/01_dense_kernels.
 """
@@ -13,7 +14,7 @@ class ArticleDenseKernels:
     """The products of a dense layer in the article's design; each method only enqueues work
     (the same interface as :class:`~nnlib.layers.dense_blocked.BlockedDenseKernels`)."""
 
-    variant = "seed"
+    variant = "article"
 
     def __init__(self, runtime):
         self.runtime = runtime

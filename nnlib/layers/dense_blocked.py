@@ -1,5 +1,6 @@
 """The blocked dense design: register tiles, ``gemm_nt`` for the forward pass and ``gemm_tn``
-for both gradients (kernels/dense.cl), with parameters tuned per device. The speed path.
+for both gradients (kernels/dense.cl), with parameters tuned per device:
+``Dense(variant="blocked")``, the default.
 
 Taught in notebooks/03_cpu_vs_gpu.
 """
@@ -10,9 +11,8 @@ import numpy as np
 
 from .. import tuning
 from ..sizes import ceil_div
-from . import dense_params
-from .dense_params import (PRODUCTS, build_options, candidates, default_params, shape_class,
-                           work_group)
+from .dense_params import (PRODUCTS, TUNE_SHAPE, TUNE_WIDTH, WIDE_TUNE_WIDTH, build_options,
+                           candidates, default_params, shape_class, work_group)
 
 
 class BlockedDenseKernels:
@@ -22,7 +22,7 @@ class BlockedDenseKernels:
     use, or fixed with ``params`` (``{product: {...}}``, e.g. for tests). Each method only
     enqueues work."""
 
-    variant = "fast"
+    variant = "blocked"
 
     def __init__(self, runtime, params: dict | None = None):
         self.runtime = runtime
@@ -40,7 +40,7 @@ class BlockedDenseKernels:
         shape = shape_class(product, batch, weights)
         return tuning.tuned(self.runtime, f"dense.{product}", shape,
                             candidates(self.runtime, product, shape),
-                            lambda p: dense_params.measure(self.runtime, product, shape, p),
+                            lambda p: measure(self.runtime, product, shape, p),
                             default_params(self.runtime, product, shape))
 
     def _launcher(self, product: str, batch: int, weights: int, kernel: str):
@@ -90,3 +90,19 @@ class BlockedDenseKernels:
         n_in = x.shape[1]
         return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, n_out, 1, x, dw,
                         n_out, n_in, batch, np.int32(accumulate), db.data)
+
+
+def measure(rt, product: str, shape: str, params: dict) -> float:
+    """Seconds per launch of ``product`` with ``params`` on the representative problem of
+    class ``shape`` (batch, TUNE_WIDTH -> TUNE_WIDTH, tanh; wide: WIDE_TUNE_WIDTH), data on
+    the device."""
+    batch, n = TUNE_SHAPE[shape], WIDE_TUNE_WIDTH if shape == "wide" else TUNE_WIDTH
+    rng = np.random.default_rng(0)
+    x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
+                for s in ((batch, n), (n, n), (batch, n)))
+    b, out, dw = rt.zeros((n,)), rt.empty((batch, n)), rt.zeros((n, n))
+    kernels = BlockedDenseKernels(rt, params={product: params})
+    run = {"forward": lambda: kernels.forward(x, w, b, out, 1),
+           "input": lambda: kernels.backward_input(dz, w, out, x, 1),
+           "weight": lambda: kernels.backward_weight(dz, x, dw, b)}[product]
+    return tuning.time_launches(run, rt.queue.finish)

@@ -1,14 +1,12 @@
 """The tuning parameters of the blocked dense kernels (kernels/dense.cl, gemm_nt and
-gemm_tn): what the tuner tries, what runs without tuning, and how one set is measured.
+gemm_tn): what the tuner tries and what runs without tuning (``dense_blocked.measure`` times
+one set).
 
 Taught in notebooks/03_cpu_vs_gpu.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from .. import tuning
 from ..sizes import vector_width
 
 PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked design
@@ -56,10 +54,9 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
     task, where 16 work-items of large tiles are plenty. A wide layer's weight gradient on a
     CPU walks its work-groups along the columns first (TN_ORDER 1): consecutive work-groups
-    then share their rows of dZ in the cache (5888 x 5888 from 640 rows: 1.7x faster on PoCL
-    3.1, Zen 3). On a CPU a wide layer's forward takes tiles of 6 rows of x (CATCH's heads,
-    640 x 5888 -> 5888: 1.6x faster than 2 rows, PoCL 3.1, Zen 4) and its input gradient
-    tiles of 32 columns with k-blocks of 1024 (1.1x)."""
+    then share their rows of dZ in the cache. On a CPU a wide layer's forward takes tiles of
+    6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
+    columns with k-blocks of 1024."""
     vw = vector_width(rt.vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
     wide_cpu = shape == "wide" and not rt.is_gpu
@@ -125,21 +122,3 @@ def work_group(params: dict, limit: int) -> tuple:
     size = min(params["LOCAL"], limit)
     lj = min(params.get("LOCAL_J", 1), size)
     return (size // lj, lj)
-
-
-def measure(rt, product: str, shape: str, params: dict) -> float:
-    """Seconds per launch of ``product`` with ``params`` on the representative problem of
-    class ``shape`` (batch, TUNE_WIDTH -> TUNE_WIDTH, tanh; wide: WIDE_TUNE_WIDTH), data on
-    the device."""
-    batch, n = TUNE_SHAPE[shape], WIDE_TUNE_WIDTH if shape == "wide" else TUNE_WIDTH
-    rng = np.random.default_rng(0)
-    x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
-                for s in ((batch, n), (n, n), (batch, n)))
-    b, out, dw = rt.zeros((n,)), rt.empty((batch, n)), rt.zeros((n, n))
-    from .dense_blocked import BlockedDenseKernels  # which imports this module
-
-    kernels = BlockedDenseKernels(rt, params={product: params})
-    run = {"forward": lambda: kernels.forward(x, w, b, out, 1),
-           "input": lambda: kernels.backward_input(dz, w, out, x, 1),
-           "weight": lambda: kernels.backward_weight(dz, x, dw, b)}[product]
-    return tuning.time_launches(run, rt.queue.finish)

@@ -4,15 +4,13 @@ plus the whole forward pass of the detector for the tests.
 Taught in notebooks/06_attention_primer, notebooks/07_catch.
 """
 
-from math import erf
-
 import numpy as np
 
-__all__ = ["revin_norm", "freq_patches", "patch_amplitude", "mask_sample", "mask_weight_grad",
-           "layer_norm_forward", "layer_norm_backward", "gelu", "gelu_grad", "freq_mae",
-           "step_scores", "catch_forward"]
+from .attention import channel_dc_rows
+from .transformer import transformer_block
 
-_erf = np.vectorize(erf)
+__all__ = ["revin_norm", "freq_patches", "patch_amplitude", "mask_sample", "mask_weight_grad",
+           "freq_mae", "step_scores", "catch_forward"]
 
 
 def revin_norm(x):
@@ -53,28 +51,6 @@ def mask_weight_grad(z, slope, dmask):
     return np.einsum("gcd,gck->dk", dmask * slope, z)
 
 
-def layer_norm_forward(x, gamma, beta):
-    mean = x.mean(-1, keepdims=True)
-    rstd = 1 / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
-    xhat = (x - mean) * rstd
-    return gamma * xhat + beta, xhat, rstd
-
-
-def layer_norm_backward(dy, gamma, xhat, rstd):
-    """dx, dgamma, dbeta (x of shape (rows, c))."""
-    gy = dy * gamma
-    dx = rstd * (gy - gy.mean(-1, keepdims=True) - xhat * (gy * xhat).mean(-1, keepdims=True))
-    return dx, (dy * xhat).sum(0), dy.sum(0)
-
-
-def gelu(x):
-    return 0.5 * x * (1 + _erf(x / np.sqrt(2)))
-
-
-def gelu_grad(x):
-    return 0.5 * (1 + _erf(x / np.sqrt(2))) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
-
-
 def freq_mae(z, y):
     """Elementwise |z - y| of complex arrays and its gradient dL/dRe + i dL/dIm (0 at 0)."""
     d = z - y
@@ -103,9 +79,6 @@ def catch_forward(x, params, cfg, noise):
     float64 arrays named like ``CATCH.named_parameters()``, ``cfg`` its config, ``noise``
     the logistic noise of the mask sampler. Returns (xhat (batch, t, n), spectrum Z
     (batch, n, t) complex, masks, the normalised input's spectrum, dc loss)."""
-    from .attention import channel_dc_rows
-    from .transformer import transformer_block
-
     def lin(name, v):
         return v @ params[f"{name}.weight"].T + params[f"{name}.bias"]
 

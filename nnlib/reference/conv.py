@@ -13,7 +13,7 @@ Taught in notebooks/05_complex_and_fft.
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .dense import activate, activate_grad
+from .dense import activate, derivative
 
 __all__ = ["conv_out_len", "conv1d_forward", "conv1d_backward", "complex_activate",
            "complex_activate_grad", "conv1d_layer_forward", "conv1d_layer_backward"]
@@ -112,5 +112,5 @@ def conv1d_layer_backward(x, w, b, dy, step, act="none", layout="channels", modr
     if np.iscomplexobj(z):
         dz = complex_activate_grad(z, dy, act, modrelu_b, conjugate)
     else:
-        dz = dy * activate_grad(activate(z, act), act)
+        dz = dy * derivative(act, activate(z, act), z)
     return conv1d_backward(x, w, dz, step, layout, conjugate)

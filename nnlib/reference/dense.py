@@ -5,10 +5,10 @@ Taught in notebooks/01_dense_kernels.
 
 import numpy as np
 
-from ..codes import LEAKY_SLOPE
+from ..activations import activation, softmax
 
-__all__ = ["activate", "activate_grad", "softmax", "dense_forward", "dense_backward",
-           "mse", "cross_entropy", "output_gradient", "vector_add",
+__all__ = ["activate", "activate_grad", "derivative", "softmax", "dense_forward",
+           "dense_backward", "mse", "cross_entropy", "output_gradient", "vector_add",
            "vector_scale"]
 
 
@@ -20,36 +20,27 @@ def vector_scale(a, alpha):
     return alpha * a
 
 
-def softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
 def activate(z, act: str):
-    if act == "tanh":
-        return np.tanh(z)
-    if act == "sigmoid":
-        return 1.0 / (1.0 + np.exp(-z))
-    if act == "relu":
-        return np.maximum(z, 0)
-    if act == "leaky_relu":
-        return np.where(z > 0, z, LEAKY_SLOPE * z)
-    if act == "softmax":
-        return softmax(z)
-    return z
+    """y = act(z) (softmax along the last axis), from the activation table."""
+    return activation(act).forward(z)
 
 
-def activate_grad(y, act: str):
-    """d act/dz as a function of the output y (elementwise activations only)."""
-    if act == "tanh":
-        return 1 - y * y
-    if act == "sigmoid":
-        return y * (1 - y)
-    if act == "relu":
-        return (y > 0).astype(y.dtype)
-    if act == "leaky_relu":
-        return np.where(y > 0, 1, LEAKY_SLOPE).astype(y.dtype)
-    return np.ones_like(y)
+def activate_grad(s, act: str):
+    """d act/dz, elementwise activations only, written with s: the output y, or the
+    pre-activation z for an activation whose derivative needs z (the table's ``needs``)."""
+    entry = activation(act)
+    if entry.derivative is None:
+        raise ValueError(f"{act}'s derivative is not elementwise")
+    return entry.derivative(s)
+
+
+def derivative(act: str, y, z=None):
+    """act'(z) from the output y, or from z where the table says the derivative needs it."""
+    if activation(act).needs == "z":
+        if z is None:
+            raise ValueError(f"{act}'s derivative needs z, the pre-activation")
+        return activate_grad(z, act)
+    return activate_grad(y, act)
 
 
 def dense_forward(x, w, b, act: str = "none"):
@@ -57,12 +48,13 @@ def dense_forward(x, w, b, act: str = "none"):
     return activate(x @ w.T + b, act)
 
 
-def dense_backward(x, w, y, dy, act: str = "none"):
-    """(dx, dw, db) from dL/dy of ``y = dense_forward(x, w, b, act)``."""
+def dense_backward(x, w, y, dy, act: str = "none", z=None):
+    """(dx, dw, db) from dL/dy of ``y = dense_forward(x, w, b, act)``; ``z`` (x w^T + b) is
+    needed for an activation whose derivative needs it."""
     if act == "softmax":
         dz = y * (dy - (dy * y).sum(axis=-1, keepdims=True))
     else:
-        dz = dy * activate_grad(y, act)
+        dz = dy * derivative(act, y, z)
     return dz @ w, dz.T @ x, dz.sum(axis=0)
 
 
@@ -75,8 +67,9 @@ def cross_entropy(p, t):
     return -np.sum(t * np.log(np.maximum(p, 1e-12))) / p.shape[0]
 
 
-def output_gradient(y, t, loss: str, act: str):
-    """dL/dz of the output layer: MSE through any elementwise activation, or CE + softmax."""
+def output_gradient(y, t, loss: str, act: str, z=None):
+    """dL/dz of the output layer: MSE through any elementwise activation (``z`` for one whose
+    derivative needs it), or CE + softmax."""
     if loss == "cross_entropy":
         return (y - t) / y.shape[0]
-    return 2 * (y - t) / y.size * activate_grad(y, act)
+    return 2 * (y - t) / y.size * derivative(act, y, z)

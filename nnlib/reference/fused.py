@@ -3,7 +3,6 @@
 Taught in notebooks/03_cpu_vs_gpu.
 """
 
-import numpy as np
 
 from .dense import activate, activate_grad, cross_entropy, mse, output_gradient
 from .optim import adam_step, sgd_step

@@ -13,7 +13,7 @@ tiny = dict(window=20, patch_size=5, patch_stride=3, cf_dim=4, e_layers=1, n_hea
 for n, projection, fill in ((3, "linear", "finite"), (1, "complex", "inf")):
     model = CATCH(n, seed=0, runtime=rt, projection=projection, mask_fill=fill, **tiny)
     batch = rng.standard_normal((2, n, 20)).astype(np.float32)
-    model._train_grads(batch, model._noise(rng, 2))
+    model.backward(*model.forward(batch, model.mask_noise(rng, 2)))
     model.scale_mean, model.scale_std = np.zeros(n), np.ones(n)
     model.score(rng.standard_normal((23, n)))
 rt.queue.finish()

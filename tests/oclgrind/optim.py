@@ -8,16 +8,17 @@ import numpy as np
 from _limits import oclgrind_runtime
 
 import nnlib
-from nnlib import optim
+from nnlib.registry import OPTIMIZERS
 
 rt, config = oclgrind_runtime()
 rng = np.random.default_rng(0)
 params = [nnlib.Parameter(rng.standard_normal((3, 301)), "weight", block_size=301),
           nnlib.Parameter(rng.standard_normal(3), "bias", block_size=1),
           nnlib.Parameter(rng.standard_normal(5), "w")]
-makers = (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
-          lambda ps: optim.AdamW(ps, lr=0.1), optim.AdamMini,
-          lambda ps: optim.AdamMini(ps, group_size=64), optim.Adan)
+# every registered rule; SGD with momentum (its state), Adam-mini also with a group of 64
+options = {"SGD": [dict(momentum=0.9, nesterov=True)], "AdamMini": [{}, dict(group_size=64)]}
+makers = [lambda ps, cls=cls, extra=extra: cls(ps, lr=0.1, **extra)
+          for name, cls in OPTIMIZERS.items() for extra in options.get(name, [{}])]
 for make in makers:
     opt = make(params)
     for fused in (True, False):
