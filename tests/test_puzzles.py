@@ -101,7 +101,7 @@ def test_stubs_hold_no_solution_line(stub_folder):
 def test_solution_passes_and_touches_what_the_reference_does(name):
     verdict = puzzles.check(name, SOLUTIONS)
     assert verdict, verdict.report
-    found = puzzles.kernel_touches(SOLUTIONS, puzzles._Name(name))
+    found = puzzles.kernel_touches(SOLUTIONS, name)
     want = puzzles.reference_touches(name)
     assert not found["past_end"] and found["written"].all()
     np.testing.assert_array_equal(found["depends"], want["depends"])
@@ -175,7 +175,7 @@ def test_budget_parses_oclgrind_counts():
 def test_pictures_draw_reference_and_student(stub_folder):
     fig = puzzles.show("window", SOLUTIONS)
     assert [ax.get_title() for ax in fig.axes] == ["window: reference", "window: your kernel"]
-    found = puzzles.kernel_touches(stub_folder, puzzles._Name("map"))
+    found = puzzles.kernel_touches(stub_folder, "map")
     assert not found["written"].any() and not found["depends"].any()  # a stub writes nothing
 
 

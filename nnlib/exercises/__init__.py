@@ -26,6 +26,7 @@ from . import (  # noqa: F401 (they register)
                nb05_fft,
                nb06_primer,
                nb07_catch,
+               puzzles,  # the worker runs its checks too
 )
 from .registry import EXERCISES, Exercise, hint, of_notebook
 from .verdicts import Verdict

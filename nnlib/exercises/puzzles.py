@@ -296,7 +296,8 @@ _puzzle(
     mistakes=lambda p: {
         **({"a is indexed by the column c, b by the row r": p["a"][:, None] + p["b"][None, :],
             "b is indexed by the row r: out[r, c] = a[c] + b[r]":
-                p["a"][None, :] + p["b"][None, :]} if p["shape"][0] == p["shape"][1] else {}),
+                np.tile(p["a"] + p["b"], (p["shape"][0], 1))}
+           if p["shape"][0] == p["shape"][1] else {}),
         "you multiplied: add a[c] and b[r]": p["a"][None, :] * p["b"][:, None]},
     hint="out[r * cols + c] = a[c] + b[r]",
     unwritten="get_global_id(0) is the column c, get_global_id(1) the row r",
@@ -824,7 +825,7 @@ def measured(folder, name) -> str:
 
 def budget(name: str, folder) -> None:
     """Prints the budget of puzzle ``name`` as your kernel in ``folder`` meets it."""
-    print(measured(folder, _Name(name)))
+    print(measured(folder, name))
 
 
 def _audit_case(pz: Puzzle, folder) -> Case:
@@ -838,11 +839,6 @@ def _audit_case(pz: Puzzle, folder) -> Case:
         return np.array(0.0)
     what = "budget and races" if pz.budget else "races"
     return Case(f"{what}, counted on Oclgrind: {_label(p)}", run, np.array(0.0), "budget")
-
-
-class _Name(str):
-    """A puzzle's name as sent to the worker: unpickling it there imports this module, which
-    registers the checks below in the worker."""
 
 
 @in_worker
@@ -862,7 +858,7 @@ def check_puzzle(folder, name) -> Verdict:
 def check(name: str, folder, simulate: bool = False) -> Verdict:
     """Checks puzzle ``name`` in ``<folder>/<topic>.cl`` (the puzzle's file)."""
     _get(name)
-    return check_puzzle(folder, _Name(name), simulate=simulate)
+    return check_puzzle(folder, name, simulate=simulate)
 
 
 def hint(name: str, level: int = 1) -> None:
@@ -926,7 +922,7 @@ def show(name: str, folder=None):
     pz = _get(name)
     panels = [("reference", reference_touches(name))]
     if folder is not None:
-        found = kernel_touches(folder, _Name(name))
+        found = kernel_touches(folder, name)
         if isinstance(found, Verdict):
             print(found.report)
         else:
