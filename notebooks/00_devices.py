@@ -96,7 +96,7 @@ except nnlib.DeviceNotFoundError as err:
 # work-items have no element and must do nothing. That is why every kernel in this workbook
 # begins with a bounds check.
 
-# %%
+# %% caption="Ten work-items in work-groups of four laid over an array of ten elements. The global size is rounded up to 12, so the last two work-items have no element: that is what every kernel's bounds check is for."
 n, local = 10, 4
 global_size = round_up(n, local)
 fig, ax = plt.subplots(figsize=(8, 1.6))
