@@ -478,7 +478,7 @@ for rows, cols, tau in [(1, 7, 1.0), (13, 33, 0.5), (big, 5, 2.0)]:
 # independent noise. The one-hot samples fall in each class as often as the softmax says,
 # and the soft versions show what the temperature does:
 
-# %% caption="Gumbel-softmax samples of a four-class distribution: how often each class is drawn, and soft samples at three temperatures. The hard samples follow the class probabilities; a lower temperature makes the soft samples nearly one-hot."
+# %% caption="One soft Gumbel-softmax sample of the four-class distribution at four temperatures, tau from 0.1 to 5. At a low temperature the sample is nearly one-hot; as tau grows it spreads out towards uniform."
 p = np.array([0.1, 0.2, 0.3, 0.4])
 logits = np.log(p)[None].repeat(20000, 0)
 noise = gumbel_noise(logits.shape, seed=1)
