@@ -99,7 +99,7 @@ except nnlib.DeviceNotFoundError as err:
 # a *non-uniform* work-group, and OpenCL 3.0 makes that an optional feature a device may
 # lack, so nnlib always rounds up.)
 
-# %%
+# %% caption="Ten work-items in work-groups of four laid over an array of ten elements. The global size is rounded up to 12, so the last two work-items have no element: that is what every kernel's bounds check is for."
 n, local = 10, 4
 global_size = round_up(n, local)
 fig, ax = plt.subplots(figsize=(8, 1.6))

@@ -194,7 +194,7 @@ for i in range(w.shape[0]):
 kernel_grad = layer.weight.grad.get()
 print(f"max |kernel - finite difference| < 1e-5: {np.abs(kernel_grad - numeric).max() < 1e-5}")
 
-# %%
+# %% caption="Each weight gradient from the backward kernel plotted against its finite-difference estimate. Every point lies on the dashed diagonal: the kernel's gradient is the derivative of the loss."
 plt.figure(figsize=(4.5, 4))
 plt.scatter(numeric.ravel(), kernel_grad.ravel(), s=18)
 lim = np.abs(numeric).max() * 1.1
@@ -227,7 +227,7 @@ print(f"loss: first epoch {history['loss'][0]:.4f}, last epoch {history['loss'][
 # %%
 assert history["loss"][-1] < 0.2 * history["loss"][0] and history["loss"][-1] < 0.01
 
-# %%
+# %% caption="Left: the training loss per epoch, on a log scale; right: the trained network's curve over the noisy data points. The loss falls steadily and the red curve follows the shape of the data, so forward, backward and update work together."
 grid = np.linspace(-2, 2, 200, dtype=np.float32)[:, None]
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.5))
 a1.plot(history["loss"])

@@ -45,7 +45,7 @@ print(rt)
 bars = data.load_eurusd()
 print(f"{len(bars['close'])} bars from {bars['time'][0]} to {bars['time'][-1]}")
 
-# %%
+# %% caption="The hourly EURUSD close price over the whole data set. Hours of small moves alternate with jumps and trends: the fractals to be predicted are the local highs and lows of this line."
 fig, ax = plt.subplots(figsize=(10, 3))
 ax.plot(bars["time"], bars["close"], lw=0.7)
 ax.set(title="EURUSD, hourly close", ylabel="price")
@@ -114,7 +114,7 @@ assert history["loss"][-1] < 0.3 * history["loss"][0]
 assert history["val_loss"][-1] > min(history["val_loss"])
 
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Training and test cross-entropy per epoch. The training loss keeps falling while the test loss stops improving after a few epochs and turns up: the network memorises the training candles."
 def accuracy(x, y):
     return float(np.mean(net.predict(x).argmax(axis=1) == y))
 
@@ -140,7 +140,7 @@ assert 0.5 < accuracy(x_test, y_test) < baseline + 0.05  # within noise of the c
 # memorises the training candles. Where does the test accuracy come from? The confusion matrix
 # counts, for each true class (rows), what the network predicted (columns):
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The confusion matrix on the test set: rows are the true classes, columns the predicted ones. A dark diagonal would be a good classifier; look instead at which column collects most predictions."
 pred = net.predict(x_test).argmax(axis=1)
 confusion = sklearn.metrics.confusion_matrix(y_test, pred, labels=[0, 1, 2])  # yours: below
 fig, ax = plt.subplots(figsize=(4.5, 4))

@@ -131,7 +131,7 @@ rows = results[default.name.strip()]
 # %%
 assert len(rows) == 3 * 3 * 2 and all(r[k] > 0 for r in rows for k in ("article", "blocked", "numpy_2"))
 
-# %%
+# %% caption="Forward plus backward time against the layer width at batch 64 (left) and throughput against the batch at width 1024 (right), for each kernel, numpy and PyTorch. At small widths every OpenCL kernel sits on the same floor, the round trip to the device; the kernels part ways only where there is work to share."
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for key, style in (("article", "o-"), ("blocked", "s-"), ("numpy_1", "^--"), ("numpy_2", "v--"),
                    ("torch", "d:")):
@@ -177,7 +177,7 @@ for key, value in limits.items():
 # %%
 assert all(value > 0 for value in limits.values())
 
-# %%
+# %% caption="The dense forward kernels on this machine's roofline: squares for the fast kernel, faint circles for the article's, one colour per batch. Batch 1 sits on the sloped, memory-bound part; from batch 16 on the roof is flat, and the distance below it is what register blocking wins back."
 peak = max(limits["sgemm_1thr_GFLOPs"], limits["sgemm_2thr_GFLOPs"],
            max(r["blocked"] for r in rows))
 intensity = np.logspace(-1, 3, 100)
@@ -227,7 +227,7 @@ by_threads = {t: run_child("dense", ["--widths", "256", "1024", "--batches", "64
 # %%
 assert all(r["blocked"] > 0 for t in (1, 2) for r in by_threads[t]["rows"])
 
-# %%
+# %% caption="The speed-up of the fast kernel from one PoCL thread to two, per width and pass, against the dotted ideal of 2. Large products come near 2; small ones do not, having too few work-groups to share."
 labels = [f"n {r['n']} {r['pass']}" for r in by_threads[1]["rows"]]
 speedup = [b["blocked"] / a["blocked"] for a, b in zip(by_threads[1]["rows"], by_threads[2]["rows"])]
 plt.figure(figsize=(6, 3))
@@ -298,7 +298,7 @@ assert costs and all(r["us"] > 0 for r in costs)
 # The MLP 240 -> 512 -> 256 -> 3 (tanh, MSE, Adam) from `nnlib.bench.train_step`, with the
 # device time of each kernel from OpenCL profiling events:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The device time of each kernel of one training step, at a small batch (left) and a large one (right). The matrix kernels grow with the batch while the optimizer's pass over every parameter stays the same: at a small batch it dominates."
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
 for ax, batch in zip(axes, (64, 1)):
     net = train_step.nnlib_net(nnlib)
@@ -349,7 +349,7 @@ assert [r["batch"] for r in steps] == [64, 1] and all(r["nnlib"] > 0 for r in st
 # datasheet each figure comes from), beside the roof measured on this machine above. They
 # say what a kernel could reach at best, never what it does reach: no GPU was measured.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Rooflines from published peaks of a few GPUs (dashed, a model), beside this CPU's measured roof (solid black). The dotted lines mark a 1024-wide dense layer at batch 1, 16 and 64: batch 1 is memory-bound on every device, so a GPU helps it only through its memory bandwidth."
 intensity = np.logspace(-1, 3, 100)
 plt.figure(figsize=(7, 4.5))
 for i, (name, (gflops, gbps, source)) in enumerate(GPUS.items()):
@@ -421,7 +421,7 @@ print(f"vector width {gpu.vector_width}, work-groups in multiples of {gpu.work_g
 # figure. Each stored file is drawn here beside the figures measured above, labelled with
 # its device, driver and date:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Dense-layer throughput against the batch, from the results stored for other devices beside this machine's. Compare the slopes: a GPU needs a large batch before its many cores pay off."
 stored = stored_results("dense")
 fig, ax = plt.subplots(figsize=(7, 4))
 plot_dense(ax, rows, rt.device.name.strip(), stored)
@@ -454,7 +454,7 @@ base = dense_kernels.default_params(rt, "forward")
 grid = [dict(base, NT_I=rows, VLOAD=vload) for rows in (2, 4, 8) for vload in (1, 0)]
 print(f"{len(grid)} candidates: NT_I in (2, 4, 8) x VLOAD in (1, 0)")
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Time per launch of the gemm_nt candidates of the autotuning search, one bar per setting of rows per work-item and vector loads. The fastest bar is what the tuner keeps on this device; close candidates may swap places from run to run."
 search_results = tuning.search(grid, lambda p: dense_kernels.measure(rt, "forward", "b64", p))
 micro = [t * 1e6 for _, t in search_results]
 labels = [f"{p['NT_I']} rows\n{'vload' if p['VLOAD'] else 'by hand'}"

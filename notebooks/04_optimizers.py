@@ -243,7 +243,7 @@ for name, nbytes in state.items():
     print(f"{name:9} {nbytes:8d} bytes = {nbytes / 4 / n_weights:.3f} floats per weight")
 print(f"Adam-mini / Adam: {state['Adam-mini'] / state['Adam']:.3f}")
 
-# %%
+# %% caption="The optimizer state each method keeps, in KiB, for the same network. Adam keeps two numbers per weight, Adam-mini about one, Adan four: memory is counted, not measured."
 plt.figure(figsize=(5, 3))
 plt.bar(list(state), [b / 1024 for b in state.values()], color=["C0", "C1", "C2", "C3"])
 plt.ylabel("optimizer state (KiB)")
@@ -292,7 +292,7 @@ for name, make in makers.items():
 # run that diverges is stopped and counts as an infinite loss.
 
 
-# %%
+# %% caption="Loss per step on a block-diagonal quadratic whose blocks have very different scales, median of three seeds, each optimizer at its best rate. Adam-mini's one step size per block is all this problem needs: watch how soon each curve reaches the bottom."
 def block_hessian(seed, sizes=(10, 10, 10), scales=(1.0, 10.0, 100.0)):
     r = np.random.default_rng(seed)
     h = np.zeros((sum(sizes), sum(sizes)))
@@ -359,7 +359,7 @@ assert all(curve[-1] < 1e-3 for _, curve in toy.values())
 # (network initialisation and batch order), at the usual default rates: Adam and Adam-mini
 # share every hyper-parameter, so their curves answer whether one matches the other.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Training cross-entropy per epoch on the fractal classifier at the default rates, median of three seeds. Adam and Adam-mini share every hyper-parameter: their curves lie close together."
 x_train, y_train, x_test, y_test = data.fractal_dataset()
 curves = {name: [] for name in makers}
 for name, make in makers.items():
@@ -394,7 +394,7 @@ assert all(0.3 < run[-1] < 0.7 for runs in curves.values() for run in runs)  # f
 # so the host never waits inside the loop. A step's loss is noisy (one batch of 64), so we
 # report the mean over the last epoch's steps, as `fit` does.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The loss in epoch 4 against the learning rate, one curve per optimizer. Each curve has a valley: its bottom is the optimizer's best rate, and the valley's width says how forgiving the optimizer is."
 steps_per_epoch = -(-len(x_train) // 64)
 
 
@@ -438,7 +438,7 @@ assert all(np.nanmin(losses) < 0.7 for losses in sweep.values())
 # trailing means over one epoch of steps. The target is Adam's median loss after 6 epochs:
 # how many steps does each optimizer need to get there?
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Training cross-entropy per step at each optimizer's best rate, median of three seeds, with Adam's loss after six epochs as the dotted target. Read off where each curve first crosses the target: the fewer steps, the faster the optimizer learns here."
 budget = 8
 window = np.ones(steps_per_epoch) / steps_per_epoch
 smooth, test_loss = {}, {}

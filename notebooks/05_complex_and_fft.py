@@ -223,7 +223,7 @@ for batch, variables, length, window, step, filters in [(1, 1, 5, 5, 1, 1), (2, 
 # to a grid of points in the complex plane (complex tanh has poles at $\pm i\pi/2$: the
 # points near them fly off the plot, one reason CATCH keeps its layers real):
 
-# %%
+# %% caption="A grid of points in the complex plane after each complex activation, coloured by the input's modulus. modReLU keeps each point's direction and shrinks it; complex tanh sends the points near its poles far off the plot."
 grid = np.array([complex(a, b) for a in np.linspace(-2, 2, 21) for b in np.linspace(-2, 2, 21)])
 fig, axes = plt.subplots(1, 4, figsize=(13, 3.4))
 for ax, act in zip(axes, ["none", "tanh", "split_sigmoid", "modrelu"]):
@@ -264,7 +264,7 @@ print("stages for n = 1024:", ref.radices(1024), "  n = 8:", ref.radices(8))
 # each pair of crossing lines one work-item (in blue the sum, in red the difference after
 # the twiddle factor). A radix-4 stage does two of these columns in one step.
 
-# %%
+# %% caption="The butterflies of a radix-2 Stockham FFT of length 8: each column is a buffer, each pair of crossing lines one work-item (blue the sum, red the difference after the twiddle factor). Each stage doubles the length of the transforms merged, so three stages do eight points."
 n = 8
 fig, ax = plt.subplots(figsize=(8, 4))
 p, stage = 1, 0
@@ -375,7 +375,7 @@ half = slice(1, 61)
 peak = freq[half][np.argmax(power.mean(0)[half])]
 print(f"strongest cycle of |returns|: {1 / peak:.1f} bars")
 
-# %%
+# %% caption="EURUSD hourly log returns over the first 480 hours (left) and the mean power spectrum of the absolute returns (right). The peaks of the spectrum are the day's rhythms: volatility repeats every 24 hours and its fractions."
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 3.5))
 a1.plot(returns[:480] * 1e4, lw=0.8)
 a1.set(xlabel="hour", ylabel="log return (bp)", title="EURUSD H1, first 480 hours")
@@ -410,7 +410,7 @@ score = (spectra / spectra.sum(axis=1, keepdims=True)).max(axis=1)
 print(f"frequency score picks window {np.argmax(score)} (the hidden one is {hidden})")
 print(f"largest |return| picks window {np.argmax(np.abs(signal).max(axis=1))}")
 
-# %%
+# %% caption="A window with a hidden weak oscillation in time (left), its spectrum against the median window's (middle), and a frequency score for every window (right). Nothing shows in time; in frequency the hidden period stands out as a peak, and its window's score stands above the rest."
 fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(14, 3.3))
 a1.plot(signal[hidden] * 1e4, lw=0.8)
 a1.set(title=f"window {hidden} in time: nothing to see", xlabel="bar", ylabel="bp")

@@ -177,7 +177,7 @@ for groups, n, d in [(1, 1, 4), (3, 5, 7), (big, 3, 4)]:
 # pair keeps the logit $-2.9$ and some weight. nnlib has both: `fill="inf"` (the paper's
 # figure) and `fill="finite"` (the code). With a causal mask:
 
-# %%
+# %% caption="Attention weights under a causal mask, with the removed scores set to minus infinity (left) and to the official code's finite fill (right). With the infinite fill the upper triangle is exactly zero; with the finite fill it keeps a little weight."
 n, d = 6, 64
 qkv = rng.standard_normal((1, n, 3 * d))
 causal = np.tril(np.ones((n, n)))[None]
@@ -245,7 +245,7 @@ for h in range(heads):
 print(f"2 heads = two 1-head attentions, concatenated: "
       f"{np.allclose(both, np.concatenate(parts, -1), atol=1e-5)}")
 
-# %%
+# %% caption="The attention weights of two heads under the same channel mask. One mask, two different weightings: each head spreads its weight over the allowed pairs in its own way."
 fig, axes = plt.subplots(1, 2, figsize=(7, 3.2))
 for h, ax in enumerate(axes):
     ax.imshow(two.probs.get()[0, h], cmap="viridis", vmin=0, vmax=1)
@@ -318,7 +318,7 @@ print(f"LayerNorm: dx and dgamma match finite differences (1e-3): "
 print(nnlib.source("catch", "gelu_forward"))
 print(nnlib.source("catch", "gelu_backward"))
 
-# %%
+# %% caption="GELU against ReLU (left) and their derivatives (right). GELU is smooth: it dips slightly below zero for negative inputs and its derivative has no jump at zero."
 x = np.linspace(-4, 3, 300)
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
 axes[0].plot(x, ref.gelu(x), label="GELU")
@@ -478,7 +478,7 @@ for rows, cols, tau in [(1, 7, 1.0), (13, 33, 0.5), (big, 5, 2.0)]:
 # independent noise. The one-hot samples fall in each class as often as the softmax says,
 # and the soft versions show what the temperature does:
 
-# %%
+# %% caption="One soft Gumbel-softmax sample of the four-class distribution at four temperatures, tau from 0.1 to 5. At a low temperature the sample is nearly one-hot; as tau grows it spreads out towards uniform."
 p = np.array([0.1, 0.2, 0.3, 0.4])
 logits = np.log(p)[None].repeat(20000, 0)
 noise = gumbel_noise(logits.shape, seed=1)
@@ -560,7 +560,7 @@ labels = data["labels"]
 scores = PCADetector().fit(data["train"]).score(data["test"])
 print(inspect.getsource(metrics.best_f1))
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="Anomaly scores of a simple baseline with the anomalous steps shaded red and the top 5 % threshold dashed (left), beside its ROC and precision-recall curves. Shaded steps should have the high scores; the curves measure how well the scores rank them."
 print(f"{labels.size} steps, {labels.sum()} anomalous")
 result = metrics.evaluate(labels, scores, anomaly_ratio=5)
 print({k: round(v, 3) for k, v in result.items()})

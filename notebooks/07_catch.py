@@ -70,7 +70,7 @@ print(rt)
 # | trend | a ramp added over a segment |
 # | mixture | a segment whose wave is replaced by a mixture of two waves of other periods |
 
-# %%
+# %% caption="The first three channels of a synthetic test series for each kind of injected anomaly, anomalous steps shaded red. Some anomalies jump out, others change only the shape or frequency of a segment: those are the ones the frequency view is for."
 kinds = ANOMALY_KINDS
 fig, axes = plt.subplots(len(kinds), 1, figsize=(10, 10), sharex=True)
 for ax, kind in zip(axes, kinds):
@@ -304,7 +304,7 @@ for h in history:
 # %%
 assert history[-1]["time"] < 0.2 * history[0]["time"] and history[-1]["val"] < 0.05
 
-# %%
+# %% caption="CATCH's training history: the time-domain and validation MSE per epoch on a log scale (left) and the clustering and frequency losses (right). The reconstruction error falls; the validation curve says whether the model still improves on unseen windows."
 fig, ax = plt.subplots(1, 2, figsize=(10, 3))
 epochs = [h["epoch"] for h in history]
 ax[0].semilogy(epochs, [h["time"] for h in history], "o-", label="train time MSE")
@@ -324,7 +324,7 @@ plt.show()
 # The mean mask per frequency band over the test windows: row i shows which channels
 # channel i attends to.
 
-# %%
+# %% caption="The learned channel mask of each frequency band, averaged over the test windows: row i shows which channels channel i attends to. Off the diagonal the masks stay near 0.5: the generator learns no grouping of channels here."
 masks = model.channel_masks(data["test"])
 fig, axes = plt.subplots(1, masks.shape[0], figsize=(12, 2.4))
 for band, ax in enumerate(axes):
@@ -401,7 +401,7 @@ assert all(0 < g["coherence"] <= 1 for g in signal.values())
 # minus that of the across-group pairs, after one epoch of a tiny model, per mask learning
 # rate (`python -m nnlib.bench.catch --masks` runs it over three seeds):
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The separation of planted channel groups after one epoch against the mask generator's learning rate, for CATCH's design and for the changed ones. Only both changes together separate the groups, at rates of 1e-3 and above; at the official 1e-5 nothing moves."
 rates = (1e-5, 1e-3, 1e-2)
 grid = mask_tools.separation_grid(rates=rates)
 fig, ax = plt.subplots(figsize=(7, 3.2))
@@ -429,7 +429,7 @@ assert best[("both", 1e-2)] > 0.3
 # designs on the planted groups (channels 0-2 and 3-5), in the band where the separation
 # is largest:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The learned masks on data with planted groups (channels 0-2 and 3-5), with CATCH's design (left) and with both changes (right), in the band that separates them best. Look for two blocks on the diagonal on the right."
 fig, axes = plt.subplots(1, 2, figsize=(7, 3))
 for ax, (label, options) in zip(axes, (("CATCH's design", {}), ("both deviations", {
         "mask_input": "amplitude", "dc_source": "patches"}))):
@@ -451,7 +451,7 @@ plt.show()
 # again; we do the same from a fixed seed, so scores repeat (`eval_mask="threshold"` uses
 # D >= 0.5 instead).
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The test series (top) and CATCH's anomaly score per step on a log scale (bottom), anomalous steps shaded red. The score rises over most shaded segments: that is what the AUC and F1 printed below measure."
 scores = model.score(data["test"])
 labels = data["labels"]
 fig, ax = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
@@ -559,7 +559,7 @@ assert all(0 <= row[m] <= 1 for row in fx_rows for m in METRICS)
 # And the raw series, for a qualitative look: the steps the model scores highest on real,
 # uninjected bars, marked on the close price.
 
-# %%
+# %% caption="The EURUSD close price with the 20 steps the model scores highest marked. There are no labels here: look at whether the marks fall on sudden moves."
 bars = load_eurusd()
 raw, names = eurusd_channels(bars)
 cut = len(fx["train"])
@@ -581,7 +581,7 @@ plt.show()
 # panel needs a live kernel: run the notebook first). Things to try: 1 % flags few steps
 # (precision up, recall down), 20 % flags many; where is F1 highest?
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] caption="The threshold panel's stored picture: the scores, the anomalous steps shaded red and the flagged steps in blue, for the ratio chosen in the panel. Run the notebook and drag the slider to see precision and recall trade off."
 def show(ratio=5.0):
     threshold = model.threshold(data["test"], anomaly_ratio=ratio)
     predicted = scores > threshold

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from nnlib.bench import dense, launch, seed_experiment, train_step
-from nnlib.bench.common import OUT
+from nnlib.bench.common import OUT, shown
 
 
 def saved(name):
@@ -83,3 +83,9 @@ def test_catch_benchmark_runs_and_writes_json():
     assert {r["method"] for r in rows} >= {"CATCH", "PCA", "IsolationForest"}
     assert all(0 <= r["auc_roc"] <= 1 for r in rows)
     assert saved("catch")["rows"] == rows
+
+
+def test_written_files_are_named_without_the_machines_folders(tmp_path):
+    """What a benchmark prints ends up in a notebook's stored output: no absolute path."""
+    assert shown(OUT / "dense.json") == "build/bench/dense.json"
+    assert shown(tmp_path / "elsewhere.json") == "elsewhere.json"

@@ -81,7 +81,7 @@ def site(tmp_path_factory):
 
 
 RENDERED = """
-const text = document.body.innerText;
+const text = (document.querySelector(".site-main") || document.body).innerText;
 const images = [...document.images];
 const maths = [...document.querySelectorAll('math')];
 return {tex: ['$$', '$\\\\'].filter(s => text.includes(s)),
@@ -220,3 +220,98 @@ def test_lab_shows_the_stored_widget_panel_of_04(browser, lab):
     browser.save_screenshot(str(SHOTS / "lab_04_widgets.png"))
     assert "learning rate (per step)" in labels, labels
     assert browser.execute_script(NOTEBOOK_STATE)["pending"] == state["pending"]  # ran nothing
+
+
+PHONE = """
+const menu = document.querySelector('details.site-menu');
+const rules = [...document.querySelectorAll('.table-scroll')];
+return {page: document.documentElement.scrollWidth, viewport: window.innerWidth,
+        menuOpen: menu.open, menuHeight: menu.getBoundingClientRect().height,
+        sidebar: getComputedStyle(document.querySelector('.site-sidebar')).display,
+        main: document.querySelector('.site-main').getBoundingClientRect().top,
+        tables: rules.map(t => [t.scrollWidth, t.clientWidth, getComputedStyle(t).overflowX])};
+"""
+
+
+def test_phone_width_scrolls_only_inside_boxes(browser, site):
+    """At 390 px: the menu is collapsed above the text, no page scrolls sideways, and a
+    table wider than the screen (04's rules) scrolls in its own box."""
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        seen = {}
+        for page in site[1:]:
+            browser.get(page.as_uri())
+            wait_for(lambda: browser.execute_script("return window.innerWidth") == 390, 10,
+                     "the phone's width")
+            seen[page.name] = browser.execute_script(PHONE)
+        browser.get(site[0].with_name("04_optimizers.html").as_uri() + "#The-rules")
+        browser.save_screenshot(str(SHOTS / "phone_04_rules.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    for name, s in seen.items():
+        assert s["page"] <= s["viewport"], f"{name} scrolls sideways: {s}"
+        assert not s["menuOpen"] and s["sidebar"] == "none" and s["main"] < 150, (name, s)
+        assert all(overflow == "auto" for _, _, overflow in s["tables"]), (name, s)
+    assert any(wide > shown for wide, shown, _ in seen["04_optimizers.html"]["tables"])
+
+
+FIGURE = """
+const figure = document.querySelector('figure.site-figure');
+const img = figure.querySelector('img');
+return {caption: figure.querySelector('figcaption').innerText, alt: img.alt,
+        loaded: img.complete && img.naturalWidth > 0,
+        below: figure.querySelector('figcaption').getBoundingClientRect().top >=
+               img.getBoundingClientRect().bottom};
+"""
+
+
+def test_a_figure_is_shown_with_its_number_and_caption(browser, site):
+    browser.get(site[0].with_name("03_cpu_vs_gpu.html").as_uri())
+    seen = browser.execute_script(FIGURE)
+    assert seen["caption"].startswith("Figure 3.1: ") and seen["loaded"] and seen["below"], seen
+    assert seen["alt"] and seen["alt"] in seen["caption"], seen
+
+
+ACCENT = """
+const font = parseFloat(getComputedStyle(document.querySelector('math')).fontSize);
+const hats = [...document.querySelectorAll('mover[accent="true"]')].map(m => {
+  const base = m.children[0].getBoundingClientRect(), mark = m.children[1].getBoundingClientRect();
+  return (base.top - mark.bottom) / font;
+});
+const sums = [...document.querySelectorAll('math[display="block"] munder > mo:first-child')]
+  .filter(mo => !mo.closest('mfrac')).map(mo => mo.getBoundingClientRect().height / font);
+return {hats, font, sums,
+        widths: [...document.querySelectorAll('math')].map(m => m.getBoundingClientRect().width)};
+"""
+
+
+@pytest.mark.parametrize("name", ["01_dense_kernels.html", "06_attention_primer.html"])
+def test_formulas_are_typeset_with_accents_on_their_letters(browser, site, name):
+    """MathML laid out with the maths font: each hat or bar sits on its letter (06's x̂: a
+    gap under a fifth of the font size), and a display sum (01's bias gradient) is taller
+    than the text around it."""
+    browser.get(site[0].with_name(name).as_uri())
+    wait_for(lambda: browser.execute_script("return document.fonts.status") == "loaded",
+             30, "the maths font")
+    seen = browser.execute_script(ACCENT)
+    assert all(-0.3 < gap < 0.2 for gap in seen["hats"]), seen["hats"]
+    assert all(height > 1.3 for height in seen["sums"]), seen["sums"]
+    assert seen["hats" if name.startswith("06") else "sums"], seen
+    assert all(width > 0 for width in seen["widths"])
+
+
+def test_search_marks_the_query_in_results_and_on_the_page(browser, site):
+    browser.get(site[0].with_name("search.html").as_uri() + "?q=softmax")
+    results = wait_for(lambda: browser.execute_script(
+        "return [...document.querySelectorAll('#results li')].map(li => "
+        "[li.querySelector('a').href, [...li.querySelectorAll('mark')].map(m => m.textContent)])"),
+        10, "search results")
+    assert all(marks and all(m.lower() == "softmax" for m in marks) for _, marks in results[:5])
+    assert not any("In [" in text for text in browser.execute_script(
+        "return [...document.querySelectorAll('#results p')].map(p => p.textContent)"))
+    browser.get(results[0][0])
+    marks = browser.execute_script(
+        "return [...document.querySelectorAll('.site-main mark')].map(m => m.textContent)")
+    browser.save_screenshot(str(SHOTS / "search_target.png"))
+    assert marks and all(m.lower() == "softmax" for m in marks)

@@ -7,6 +7,7 @@ tagged ``nbval-ignore-output``; a cell whose numbers are float64 host arithmetic
 deterministic inputs (they repeat on any device) says so with the tag ``host-float64``.
 """
 
+import configparser
 import re
 from pathlib import Path
 
@@ -20,8 +21,8 @@ KERNEL_LINES = {line.strip() for path in (NOTEBOOKS.parent / "kernels").glob("*.
 STEMS = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 IGNORED = {"nbval-ignore-output", "nbval-skip"}
 
-VENDORS = r"pthread-|Portable Computing Language|\bPoCL\b|Oclgrind Simulator|NVIDIA|GeForce|" \
-          r"Radeon|\bEPYC\b|\bXeon\b|Intel\(R\)|Apple M\d"
+DEVICES = r"pthread-|Oclgrind Simulator|NVIDIA|GeForce|Radeon|\bEPYC\b|\bXeon\b|Intel\(R\)|Apple M\d"
+VENDORS = DEVICES + r"|Portable Computing Language|\bPoCL\b"
 RULES = {
     # 1.9e-07: the size of a float32 rounding error, which differs between devices
     "a float32 error in scientific notation": re.compile(r"\b\d\.\d+e[-+]?\d+", re.I),
@@ -108,3 +109,63 @@ def test_scan_names_the_cell_of_a_device_dependent_output(output):
 def test_scan_accepts_device_independent_outputs(output, tags):
     nb = nbformat.v4.new_notebook(cells=[_cell("print(x)", output, tags)])
     assert problems(nb) == []
+
+
+# A folder of the machine that ran the notebook: an absolute POSIX path or a Windows drive
+MACHINE_PATH = re.compile(r"(?<![\w.:/~])/(?:[\w.+-]+/)+[\w.+-]*|\b[A-Za-z]:\\")
+PLACEHOLDERS = ("[device name]", "<OPENCL-OBJECT>", "ADDRESS", "TIME", "PATH")
+
+
+def stored_texts(nb):
+    """(cell index, text) of every stored output, those of widget panels included."""
+    widgets = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    panels = [o for w in widgets.get("state", {}).values() for o in w["state"].get("outputs", [])]
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) + (panels if index == len(nb.cells) - 1 else []):
+            data = out.get("data", {})
+            yield index, "\n".join([out.get("text", ""), data.get("text/plain", ""),
+                                    data.get("text/html", ""), *out.get("traceback", [])])
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_stored_outputs_are_a_real_run_and_name_no_machine_folder(stem):
+    """The reader's edition shows what the device printed: sanitising is nbval's, at
+    comparison time (nbval_sanitize.cfg), never in what is stored."""
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    found = [f"cell {i}: {m[0]!r}" for i, text in stored_texts(nb)
+             for m in MACHINE_PATH.finditer(text)]
+    found += [f"cell {i}: placeholder {p!r}" for i, text in stored_texts(nb)
+              for p in PLACEHOLDERS if p in text]
+    assert not found, f"{stem}.ipynb: print paths relative to the repository:\n" + \
+        "\n".join(found)
+
+
+def sanitize(text: str) -> str:
+    """``text`` as nbval compares it: notebooks/nbval_sanitize.cfg's rules, in order."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(NOTEBOOKS / "nbval_sanitize.cfg")
+    for section in config.sections():
+        text = re.sub(config[section]["regex"], config[section]["replace"], text)
+    return text
+
+
+@pytest.mark.parametrize("printed, compared", [
+    ("PoCL  | pthread-AMD EPYC 7B13   | CPU", "PoCL  | DEVICE   | CPU"),
+    ("Runtime(PoCL: cpu-haswell-Intel(R) Core(TM) i7)", "Runtime(PoCL: DEVICE)"),
+    ("NVIDIA H100 80GB HBM3, 132 compute units", "DEVICE, 132 compute units"),
+    ("CPU: AMD EPYC 7B13; OpenCL: pthread-AMD EPYC 7B13 (OpenCL 3.0)",
+     "CPU: MODEL; OpenCL: DEVICE (OpenCL 3.0)"),
+    ("dense forward 12.5 us, 3 ms", "dense forward TIME, TIME"),
+    ("wrote /home/someone/nnlib/build/bench/launch.json", "wrote PATH"),
+    ("<pyopencl.Device 'x' on 'y' at 0x55d0>", "<OPENCL-OBJECT>")])
+def test_nbval_compares_without_device_names_times_and_paths(printed, compared):
+    assert sanitize(printed) == compared
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_sanitised_outputs_name_no_device(stem):
+    """What nbval would compare after sanitising names no device or CPU, in any cell."""
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    found = [f"cell {i}: {m[0]!r}" for i, text in stored_texts(nb)
+             for m in re.finditer(DEVICES, sanitize(text))]
+    assert not found, "\n".join(found)

@@ -70,6 +70,9 @@ WHOLE_KERNELS = {
 
 MARKER = re.compile(r"^(?P<indent>\s*)(#+|//)\s*(###\s*)?(?P<word>BEGIN SOLUTION|END SOLUTION|"
                     r"BEGIN HIDDEN TESTS|END HIDDEN TESTS|HINT:|STUB:)\s?(?P<text>.*)$")
+# A line that only names the work-item's ids (taught in 00 and in every kernel the course
+# prints), e.g. "int j = get_global_id(0), b = get_global_id(1);": no exercise's answer.
+WORK_ITEM_IDS = re.compile(r"^int \w+ = get_global_id\(\d\)(, \w+ = get_global_id\(\d\))*;$")
 PYTHON_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")  # nbgrader's code stub
 
 NOTE = ("**Exercise version.** The parts marked `YOUR CODE HERE`, in this notebook and in your "
@@ -179,7 +182,8 @@ def solution_lines(notebook_dir: Path = ROOT / "notebooks",
         removed |= lines - left
         kept |= left
     return {line for line in removed - kept if len(line) > 12
-            and not line.startswith(("#", "//")) and not MARKER.match(line)}
+            and not line.startswith(("#", "//")) and not MARKER.match(line)
+            and not WORK_ITEM_IDS.match(line)}
 
 
 def notebooks(notebook_dir: Path) -> list[Path]:

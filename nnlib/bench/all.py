@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from . import dense, launch, train_step
-from .common import STORED
+from .common import STORED, shown
 
 DENSE_QUICK = ["--widths", "64", "--batches", "1", "16", "--repeat", "1"]
 DENSE_FULL = ["--widths", "1024", "--batches", "1", "16", "64", "256", "--repeat", "7",
@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     result = run(args.quick)
     if args.store:
-        print(f"wrote {store(result, args.folder)}")
+        print(f"wrote {shown(store(result, args.folder))}")
     return result
 
 

@@ -95,6 +95,16 @@ def run_child(module: str, argv: list, env: dict | None = None) -> dict:
     return json.loads((OUT / f"{name}.json").read_text())
 
 
+def shown(path: Path) -> str:
+    """``path`` as printed: relative to the repository (or the current folder), so that a
+    notebook's stored output names no folder of the machine that ran it."""
+    path = Path(path).resolve()
+    for base in (ROOT, Path.cwd()):
+        if path.is_relative_to(base.resolve()):
+            return path.relative_to(base.resolve()).as_posix()
+    return path.name
+
+
 def write_json(name: str, rows: list, meta: dict) -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"

@@ -14,7 +14,6 @@ Used in notebooks/05_complex_and_fft.
 import argparse
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -22,7 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 import nnlib
 from nnlib import fft
 
-from .common import OUT as BENCH_OUT, median_s
+from .common import OUT as BENCH_OUT, median_s, shown
 
 OUT = BENCH_OUT / "complex.json"
 
@@ -133,7 +132,7 @@ def main():
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"device": repr(rt), "numpy": np.__version__,
                                "results": results}, indent=1))
-    print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}")
+    print(f"wrote {shown(OUT)}")
 
 
 if __name__ == "__main__":

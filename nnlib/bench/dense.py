@@ -21,7 +21,7 @@ import argparse
 import numpy as np
 
 from .common import (environment, interleaved_s, passive_openmp, print_environment,
-                     run_child, set_pocl_threads, write_json)
+                     run_child, set_pocl_threads, shown, write_json)
 
 
 def numpy_step(x, w, dy, backward, tanh=np.tanh):
@@ -144,7 +144,7 @@ def main(argv=None):
     meta = environment(rt)
     print_environment(meta)
     path = write_json(args.name, rows, meta)
-    print(f"wrote {path}")
+    print(f"wrote {shown(path)}")
     return rows
 
 
@@ -170,7 +170,7 @@ def compare_threads(args):
                   f"{r['blocked'] / base['blocked']:.2f}x")
     meta["pocl_threads"] = args.pocl_threads
     path = write_json(args.name, rows, meta)
-    print(f"wrote {path}")
+    print(f"wrote {shown(path)}")
     return rows
 
 

@@ -18,7 +18,7 @@ import itertools
 
 import numpy as np
 
-from .common import environment, median_s, set_pocl_threads, write_json
+from .common import environment, median_s, set_pocl_threads, shown, write_json
 
 SIZES = (64, 4096, 2**20, 2**24)  # bytes
 
@@ -84,7 +84,7 @@ def main(argv=None):
     for row in rows:
         print(f"{row['what']:36s} {row['us']:10.1f} us")
     path = write_json("launch", rows, environment(rt))
-    print(f"wrote {path}")
+    print(f"wrote {shown(path)}")
     return rows
 
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .common import environment, set_pocl_threads, write_json
+from .common import environment, set_pocl_threads, shown, write_json
 from .numpy_mlp import NumpyMLP
 
 SEED_SPEEDUP = 9.35
@@ -139,7 +139,7 @@ def main(argv=None):
               "arithmetic on one core, and splitting a step over the cores costs a second "
               "launch and a sum of the partial gradients.")
     path = write_json("seed_experiment", rows, environment(nnlib.get_runtime()))
-    print(f"wrote {path}")
+    print(f"wrote {shown(path)}")
     return rows
 
 

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from .common import (ROOT, environment, interleaved_s, passive_openmp,
-                     print_environment, set_pocl_threads, write_json)
+                     print_environment, set_pocl_threads, shown, write_json)
 from .numpy_mlp import NumpyMLP
 
 SIZES = (240, 512, 256, 3)
@@ -136,7 +136,7 @@ def main(argv=None):
     meta = environment(rt)
     print_environment(meta)
     path = write_json("train_step", rows, meta)
-    print(f"wrote {path}")
+    print(f"wrote {shown(path)}")
     return rows
 
 
