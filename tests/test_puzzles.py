@@ -189,6 +189,14 @@ def test_unknown_puzzle_is_named():
         puzzles.check("nope", SOLUTIONS)
 
 
+def test_solutions_stay_out_of_the_wheel():
+    import tomllib
+    wheel = tomllib.loads((SOLUTIONS.parent.parent / "pyproject.toml").read_text())[
+        "tool"]["hatch"]["build"]["targets"]["wheel"]
+    shipped = [*wheel["packages"], *wheel.get("force-include", {})]
+    assert not [path for path in shipped if path.split("/")[0] == "puzzles"], shipped
+
+
 def test_no_solution_line_is_in_nnlib(stub_folder):
     """The wheel is nnlib/ and kernels/: no line a stub lacks may appear in nnlib's Python,
     hints included, nor in kernels/ beyond lines as generic as nnlib's own kernels'."""
