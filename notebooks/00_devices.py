@@ -218,3 +218,104 @@ print(verdict)
 ### BEGIN HIDDEN TESTS
 assert verdict, verdict.report
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Puzzles: one work-item, one element
+#
+# Five short kernels to write from an empty body, in the spirit of Sasha Rush's
+# [GPU Puzzles](https://github.com/srush/GPU-Puzzles). Each prints the kernel's comment (what
+# its work-item computes) and signature; your copy is `puzzles_basics.cl` in your kernels
+# folder, where it says YOUR CODE HERE. The picture shows, for the reference kernel, which
+# input element (column) each output element (row) reads: one work-item, one output. After
+# a check, `puzzles.show(name, folder)` draws your kernel beside it. Stuck?
+# `puzzles.hint(name, 1)` gives a nudge, level 2 the formula.
+
+# %%
+from nnlib.exercises import puzzles
+
+# %% [markdown]
+# **Puzzle 1 · map.** Exactly as many work-items as elements: the work-item's global id is its element.
+
+# %%
+print(puzzles.task("map", "../puzzles/solutions"))
+
+# %% caption="Puzzle map: output i reads input i alone, one work-item per output. Look for the diagonal."
+puzzles.show("map")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_map", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("map", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 2 · zip.** Two inputs read at the same index.
+
+# %%
+print(puzzles.task("zip", "../puzzles/solutions"))
+
+# %% caption="Puzzle zip: output i reads a[i] and b[i]. Look for the two diagonals, one per input."
+puzzles.show("zip")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_zip", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("zip", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 3 · guard.** The global size is rounded up to whole work-groups, so some work-items have no element: they
+# must neither read nor write.
+
+# %%
+print(puzzles.task("guard", "../puzzles/solutions"))
+
+# %% caption="Puzzle guard: the same diagonal as map. The guard changes which work-items run, not what an output reads."
+puzzles.show("guard")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_guard", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("guard", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 4 · 2-D indexing.** A grid of work-items over a row-major matrix: get_global_id(0) is the column,
+# get_global_id(1) the row, and both need a guard.
+
+# %%
+print(puzzles.task("map2d", "../puzzles/solutions"))
+
+# %% caption="Puzzle map2d: output (r, c), numbered row by row, reads a[r, c]: a diagonal over the flattened matrix."
+puzzles.show("map2d")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_map2d", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("map2d", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 5 · broadcast.** A row vector plus a column vector makes a matrix: each output reads one element of each.
+
+# %%
+print(puzzles.task("broadcast", "../puzzles/solutions"))
+
+# %% caption="Puzzle broadcast: output (r, c), numbered row by row, reads a[c] and b[r]. Look for a's diagonal repeating once per row of the output, and b's element shared by a whole row."
+puzzles.show("broadcast")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_broadcast", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("broadcast", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

@@ -659,14 +659,211 @@ assert verdict, verdict.report
 # **A register-blocked kernel**, `dense_forward_blocked` in your copy of
 # `../kernels/blocked.cl`: each work-item computes a 4 x 4 block of outputs (4 samples x 4
 # neurons) in registers, so each float4 it loads from x or W serves 4 dot products instead of
-# one. The check runs it on awkward sizes, then times it against the one-work-item-per-output
-# kernel (`dense_forward_seed`) and against nnlib's own blocked kernel in the same run: yours
-# must reach at least 2/3 of the speedup nnlib's reaches on your device. On a GPU that
-# speedup is large; on a CPU it may be below 1, because PoCL already runs neighbouring
-# work-items of the simple kernel as the lanes of one SIMD instruction.
+# one. The check runs it on awkward sizes, then counts, on the Oclgrind simulator, the floats
+# it loads from global memory per output: at most a quarter of what the
+# one-work-item-per-output kernel (`dense_forward_seed`) loads, plus one. The count, not a
+# timing, is what is graded: it is the same on every run and every device, while a timing
+# on a CPU could not tell the two designs apart (PoCL already runs neighbouring work-items
+# of the simple kernel as the lanes of one SIMD instruction, and caches hide the repeated
+# loads); the measured speeds are in the tables above.
 
 # %% nbgrader={"grade": true, "grade_id": "dense_forward_blocked", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 verdict = exercises.check_dense_forward_blocked("../kernels")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Puzzles: work-groups that share local memory
+#
+# The blocked kernel above is fast because each value loaded from memory serves several
+# outputs. On a GPU the tool for that is **local memory**: a small scratchpad (tens of KiB
+# per work-group, `CL_DEVICE_LOCAL_MEM_SIZE`) that the work-items of one work-group share,
+# declared as a `local float *` argument. A work-group loads a block of data into it once,
+# each work-item reading one element, then every work-item reads what the others loaded.
+# Between the writes and the reads stands a **barrier**, `barrier(CLK_LOCAL_MEM_FENCE)`:
+# no work-item of the group passes it until all have reached it, so no one reads a slot
+# before its owner wrote it (without it the result depends on the order the work-items
+# happen to run in: a *data race*). Every work-item of the group must reach the same
+# barriers.
+#
+# With local memory and barriers come the patterns of the puzzles below: a window that
+# reads its neighbours' values (a stencil), a **reduction** (a sum or a maximum halved in
+# log2(L) steps of a work-group of L items), a **prefix scan**, a **transpose** whose reads
+# and writes both walk along rows, a **tiled matrix product**, and **atomics**, which let
+# many work-items add to one counter without a race.
+#
+# What these puzzles grade is the memory traffic, not the speed: each has a **budget**
+# (global loads per work-item, local stores, barriers) counted exactly by running your
+# kernel once on the Oclgrind simulator with its instruction counter, which also reports
+# data races and out-of-bounds accesses. A timing could not tell a kernel that reuses its
+# loads from one that does not on a CPU (PoCL runs a work-group's items as loops, and
+# caches hide much of the waste); a count can, on any device, the same every run. Your
+# copy is `puzzles_local.cl`; `puzzles.budget(name, folder)` prints each budget line.
+
+# %%
+from nnlib.exercises import puzzles
+
+puzzles.budget("window", "../puzzles/solutions")
+
+# %% [markdown]
+# **Puzzle 6 · window.** A 3-wide moving sum. Each work-item loads one element (and the first two items of a group
+# the two before the block, its halo) into local memory, then sums three values from there:
+# about one global load per output instead of three.
+
+# %%
+print(puzzles.task("window", "../puzzles/solutions"))
+
+# %% caption="Puzzle window: output i reads inputs i-2, i-1 and i, a band three wide. Each input is read by three outputs: the reuse local memory captures."
+puzzles.show("window")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_window", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("window", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 7 · barrier.** Each block of L elements reversed through local memory: a work-item reads a value another
+# work-item loaded, so a barrier must separate the loads from the reads.
+
+# %%
+print(puzzles.task("reverse", "../puzzles/solutions"))
+
+# %% caption="Puzzle reverse: within each block, output i reads the input mirrored across the block. Look for the anti-diagonals, one per work-group."
+puzzles.show("reverse")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_reverse", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("reverse", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 8 · reduction (sum).** Each work-group sums its block of L values into one partial sum, halving the active work-
+# items each step (L/2, L/4, ..., 1) with a barrier after each.
+
+# %%
+print(puzzles.task("sum", "../puzzles/solutions"))
+
+# %% caption="Puzzle sum: each partial sum reads the whole block of its work-group. Look for one wide band per work-group."
+puzzles.show("sum")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_sum", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("sum", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 9 · reduction (max).** The same tree with fmax. The padding past the data must not win: what is the identity of
+# max?
+
+# %%
+print(puzzles.task("max", "../puzzles/solutions"))
+
+# %% caption="Puzzle max: the same access pattern as sum: each work-group's maximum reads its whole block."
+puzzles.show("max")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_max", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("max", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 10 · dot product.** Multiply pairs, then reduce: one partial dot product per work-group.
+
+# %%
+print(puzzles.task("dot", "../puzzles/solutions"))
+
+# %% caption="Puzzle dot: each partial result reads the same block of both a and b."
+puzzles.show("dot")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_dot", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("dot", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 11 · prefix scan.** Output i is the sum of its work-group's inputs up to and including i (Hillis-Steele: log2(L)
+# steps, each adding the value d places back, d = 1, 2, 4, ...).
+
+# %%
+print(puzzles.task("scan", "../puzzles/solutions"))
+
+# %% caption="Puzzle scan: output i reads every input of its block up to i: a lower triangle per work-group."
+puzzles.show("scan")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_scan", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("scan", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 12 · coalesced transpose.** A tile is loaded along rows of a, then written along rows of the output, swapping x and y in
+# local memory, so both the reads and the writes are contiguous.
+
+# %%
+print(puzzles.task("transpose", "../puzzles/solutions"))
+
+# %% caption="Puzzle transpose: output (r, c) reads a[c, r]. The picture is a permutation: one input per output."
+puzzles.show("transpose")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_transpose", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("transpose", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 13 · tiled matrix product.** c = a b with T x T tiles of a and b staged in local memory: each value loaded serves T
+# products, so 2 k / T global loads per output instead of 2 k.
+
+# %%
+print(puzzles.task("matmul", "../puzzles/solutions"))
+
+# %% caption="Puzzle matmul: output (r, c) reads row r of a and column c of b. Each input is read by a whole row or column of outputs: the reuse tiling captures."
+puzzles.show("matmul")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_matmul", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("matmul", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Puzzle 14 · histogram with atomics.** Many work-items may add to the same bin at once: atomic_inc (or atomic_add) makes each
+# addition whole.
+
+# %%
+print(puzzles.task("histogram", "../puzzles/solutions"))
+
+# %% caption="Puzzle histogram: bin v (a row) depends on the inputs whose value is v, and on those that would move into v if they changed. Many work-items add to the same bin: hence the atomics."
+puzzles.show("histogram")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_histogram", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("histogram", "../puzzles/solutions")
 print(verdict)
 ### BEGIN HIDDEN TESTS
 assert verdict, verdict.report

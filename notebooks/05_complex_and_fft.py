@@ -501,3 +501,30 @@ print(verdict)
 ### BEGIN HIDDEN TESTS
 assert verdict, verdict.report
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Puzzle: one butterfly stage
+#
+# The FFT above is a sequence of radix-2 (and other) stages. Write one: your copy is
+# `puzzles_fft.cl`, the rule is in its comment. `puzzles.hint("butterfly", 1)` gives a nudge.
+
+# %%
+from nnlib.exercises import puzzles
+
+# %% [markdown]
+# **Puzzle 15 · butterfly.** One work-item per butterfly: it reads two complex values, multiplies one by a twiddle factor
+# and writes their sum and difference.
+
+# %%
+print(puzzles.task("butterfly", "../puzzles/solutions"))
+
+# %% caption="Puzzle butterfly: the two outputs of a butterfly read the same two inputs (one of them times a twiddle factor). Look for the 2 x 2 checks, one per butterfly."
+puzzles.show("butterfly")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_butterfly", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("butterfly", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

@@ -657,3 +657,33 @@ print(verdict)
 ### BEGIN HIDDEN TESTS
 assert verdict, verdict.report
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Puzzle: a row softmax with work-group reductions
+#
+# The softmax kernels above give each row to one work-item. A long row is better shared: one
+# work-group per row, its items each taking a slice, a work-group maximum (notebook 03's
+# reduction puzzle) before the exponentials and a work-group sum after. Your copy is
+# `puzzles_softmax.cl`; its budget (global loads per element, counted on Oclgrind) is in the
+# kernel's comment.
+
+# %%
+from nnlib.exercises import puzzles
+
+# %% [markdown]
+# **Puzzle 16 · row softmax.** One work-group per row: a maximum and a sum reduced through local memory, with a barrier
+# wherever one work-item reads what another wrote.
+
+# %%
+print(puzzles.task("softmax", "../puzzles/solutions"))
+
+# %% caption="Puzzle softmax: every output of a row reads the whole row (through its maximum and its sum). Look for one block per row."
+puzzles.show("softmax")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "puzzle_softmax", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+verdict = puzzles.check("softmax", "../puzzles/solutions")
+print(verdict)
+### BEGIN HIDDEN TESTS
+assert verdict, verdict.report
+### END HIDDEN TESTS

@@ -23,9 +23,7 @@ def _make_exercises():
 
 def stubs() -> dict[str, str]:
     """{file name: its stub text} for every solution file."""
-    strip_solutions = _make_exercises().strip_solutions
-    return {path.name: strip_solutions(path.read_text(), "//", str(path), python=False)[0]
-            for path in sorted(SOLUTIONS.glob("*.cl"))}
+    return _make_exercises().exercise_kernels(SOLUTIONS)
 
 
 def write(folder) -> list[Path]:

@@ -18,12 +18,13 @@ import nnlib
 from nnlib import exercises
 from nnlib.exercises import EXERCISES
 from nnlib.runtime import kernel_dir
+from puzzles.planted import MISTAKES as PUZZLE_MISTAKES
 
 from .planted import FUNCTION_MISTAKES, KERNEL_MISTAKES
 from .tools import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_CHECKS = [f"check_{e.name}" for e in EXERCISES.values() if e.kernel]
+KERNEL_CHECKS = [f"check_{e.name}" for e in EXERCISES.values() if e.kernel and not e.puzzle]
 
 
 make_exercises = load_tool("make_exercises")
@@ -52,7 +53,10 @@ def _solution_function(notebook: str, name: str):
 def test_generated_kernels_hold_stubs_not_solutions(generated):
     kernels = {p.name: p.read_text() for p in (generated / "kernels").glob("*.cl")}
     marked = {p.name for p in (ROOT / "kernels").glob("*.cl") if "BEGIN SOLUTION" in p.read_text()}
-    assert set(kernels) == marked | {"dense.cl"}
+    puzzle_files = {p.name for p in make_exercises.PUZZLE_DIR.glob("*.cl")}
+    assert set(kernels) == marked | {"dense.cl"} | puzzle_files
+    for name in puzzle_files:  # tests/test_puzzles.py checks what each stub holds
+        assert "YOUR CODE HERE" in kernels.pop(name)
     solutions = {"vector.cl": "out[i] = a[i] + b[i]", "dense.cl": "sum += g[j] * w[",
                  "activation.cl": "return 1.0f - y * y;", "loss.cl": "float d = y[i] - t[i];",
                  "complex.cl": "a.x * b.x + a.y * b.y", "fft.cl": "int o = 2 * j - k;",
@@ -169,26 +173,40 @@ def test_teachers_table_is_the_registry():
     table = (ROOT / "teachers" / "README.md").read_text()
     for notebook in {e.notebook for e in EXERCISES.values()}:
         row = next(line for line in table.splitlines() if line.startswith(f"| {notebook} |"))
-        listed = dict(re.findall(r"`(\w+)`(?: \((\d+)\))?", row.split("|")[4]))
+        exercises_cell, _, puzzles_cell = row.split("|")[4].partition("puzzles")
+        listed = dict(re.findall(r"`(\w+)`(?: \((\d+)\))?", exercises_cell))
+        listed |= {f"puzzle_{name}": points for name, points
+                   in re.findall(r"`(\w+)`(?: \((\d+)\))?", puzzles_cell)}
         names = {e.name: e.points for e in exercises.of_notebook(notebook)}
         assert set(listed) == set(names), (notebook, listed)
-        for name, points in listed.items():  # "(2 each)" after the last one covers the row
-            shown = points or re.search(r"\((\d+) each\)", row)[1]
+        for name, points in listed.items():  # "(2 each)" after the last one covers its list
+            cell = puzzles_cell if name.startswith("puzzle_") else exercises_cell
+            shown = points or re.search(r"\((\d+) each\)", cell)[1]
             assert int(shown) == names[name], (notebook, name)
 
 
+def test_answers_table_names_every_exercise():
+    table = (ROOT / "teachers" / "answers.md").read_text().split("## The mistakes each check")[1]
+    rows = re.findall(r"^\| (puzzle )?`(\w+)` \|", table, re.MULTILINE)
+    assert sorted(f"puzzle_{name}" if puzzle else name for puzzle, name in rows) == sorted(
+        EXERCISES)
+
+
 def test_every_exercise_has_planted_mistakes():
-    planted = {**KERNEL_MISTAKES, **FUNCTION_MISTAKES}
+    planted = {**KERNEL_MISTAKES, **FUNCTION_MISTAKES,
+               **{f"puzzle_{name}": m for name, m in PUZZLE_MISTAKES.items()}}
     assert set(planted) == set(EXERCISES)
     few = {name: len(m) for name, m in planted.items() if len(m) < 3}
     assert not few, f"fewer than 3 planted mistakes: {few}"
     for name, mistakes in KERNEL_MISTAKES.items():
         assert all((kernel_dir() / f"{mistake[0]}.cl").is_file() for mistake in mistakes)
-        assert EXERCISES[name].kernel and name not in FUNCTION_MISTAKES
+        assert EXERCISES[name].kernel and not EXERCISES[name].puzzle
 
 
 def test_of_notebook_lists_a_notebooks_exercises():
-    assert [e.name for e in exercises.of_notebook("00")] == ["vector_add", "vector_scale"]
+    assert [e.name for e in exercises.of_notebook("00")] == [
+        "vector_add", "vector_scale", "puzzle_map", "puzzle_zip", "puzzle_guard", "puzzle_map2d",
+        "puzzle_broadcast"]
     with pytest.raises(KeyError, match="no exercises in notebook '99'"):
         exercises.of_notebook("99")
 
@@ -197,9 +215,7 @@ def test_of_notebook_lists_a_notebooks_exercises():
 
 @pytest.mark.parametrize("name", KERNEL_CHECKS)
 def test_solution_kernels_pass(name):
-    # speed is measured in notebook 03 and in benchmarks, never asserted in a test
-    options = {"speed": False} if name == "check_dense_forward_blocked" else {}
-    verdict = getattr(exercises, name)(kernel_dir(), **options)
+    verdict = getattr(exercises, name)(kernel_dir())
     assert verdict, verdict.report
     assert "PASSED" in repr(verdict)
 

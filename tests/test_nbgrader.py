@@ -1,6 +1,7 @@
 """The nbgrader round: `make assignments` builds source/ and release/, a teacher runs
-`nbgrader autograde` and `generate_feedback` on two submissions of notebook 00 (the solution
-kernels, and a kernel with a planted mistake), and the scores and the feedback say why."""
+`nbgrader autograde` and `generate_feedback` on two submissions of notebook 00 and its
+puzzles (the solution kernels, and kernels with a planted mistake), and the scores and the
+feedback say why."""
 
 import shutil
 from pathlib import Path
@@ -18,11 +19,13 @@ make_exercises = load_tool("make_exercises")
 ASSIGNMENT = "00_devices"
 
 
-def _submit(course: Path, student: str, vector_cl: str) -> None:
-    """The released assignment, with ``vector_cl`` as the student's kernels/vector.cl."""
+def _submit(course: Path, student: str, vector_cl: str, puzzles_cl: str) -> None:
+    """The released assignment, with ``vector_cl`` and ``puzzles_cl`` as the student's
+    kernels/vector.cl and kernels/puzzles_basics.cl."""
     folder = course / "submitted" / student / ASSIGNMENT
     shutil.copytree(course / "release" / ASSIGNMENT, folder)
     (folder / "kernels" / "vector.cl").write_text(vector_cl)
+    (folder / "kernels" / "puzzles_basics.cl").write_text(puzzles_cl)
 
 
 def _scores(course: Path) -> dict:
@@ -53,9 +56,11 @@ def test_autograde_and_feedback(tmp_path):
 
     solution = (kernel_dir() / "vector.cl").read_text()
     mistake = solution.replace("a[i] + b[i]", "a[i] - b[i]")
-    assert mistake != solution
-    _submit(course, "alice", solution)
-    _submit(course, "bob", mistake)
+    puzzles = (make_exercises.PUZZLE_DIR / "puzzles_basics.cl").read_text()
+    puzzle_mistake = puzzles.replace("out[i] = a[i] + b[i];", "out[i] = a[i] - b[i];")
+    assert mistake != solution and puzzle_mistake != puzzles
+    _submit(course, "alice", solution, puzzles)
+    _submit(course, "bob", mistake, puzzle_mistake)
     make_exercises.nbgrader(course, "autograde", ASSIGNMENT, "--force")
     make_exercises.nbgrader(course, "generate_feedback", ASSIGNMENT, "--force")
 
@@ -63,10 +68,13 @@ def test_autograde_and_feedback(tmp_path):
     assert all(score == top > 0 for score, top in scores["alice"].values()), scores
     assert scores["bob"]["vector_add"] == (0, scores["alice"]["vector_add"][1]), scores
     assert scores["bob"]["vector_scale"] == scores["alice"]["vector_scale"], scores
+    assert scores["alice"]["puzzle_zip"] == (1, 1) and scores["bob"]["puzzle_zip"] == (0, 1)
+    assert scores["bob"]["puzzle_map"] == (1, 1), scores  # the mistake is in zip alone
 
     feedback = (course / "feedback" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "check_vector_add: not yet." in feedback
     assert "you computed a - b: add instead" in feedback
+    assert "puzzle zip: not yet." in feedback and "you computed a - b" in feedback
     assert "AssertionError" in feedback
     good = (course / "feedback" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "check_vector_add: PASSED." in good and "AssertionError" not in good

@@ -46,6 +46,7 @@ import jupytext
 from nnlib.sources import EDITION_MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
+PUZZLE_DIR = ROOT / "puzzles" / "solutions"  # the puzzles' solutions: never in the wheel
 
 # file -> {kernel: hint lines}. kernels/dense.cl stays marker-free: notebook 03 owns it.
 WHOLE_KERNELS = {
@@ -143,22 +144,34 @@ def strip_kernel_body(text: str, name: str, hints: tuple, where: str) -> str:
 
 
 def exercise_kernels(kernel_dir: Path) -> dict[str, str]:
-    """The exercise text of every kernel file that holds an exercise, by file name."""
-    found = {}
+    """The exercise text of every kernel file of ``kernel_dir`` that holds an exercise, by
+    file name."""
+    return {path.name: text for path, text in _exercise_files(kernel_dir)}
+
+
+def _exercise_files(kernel_dir: Path) -> list[tuple[Path, str]]:
+    found = []
     for path in sorted(kernel_dir.glob("*.cl")):
         text, count = strip_solutions(path.read_text(), "//", str(path), python=False)
         for name, hints in WHOLE_KERNELS.get(path.name, {}).items():
             text, count = strip_kernel_body(text, name, hints, str(path)), count + 1
         if count:
-            found[path.name] = text
+            found.append((path, text))
     return found
+
+
+def student_kernels(kernel_dir: Path = ROOT / "kernels") -> dict[str, str]:
+    """What the student's kernels/ folder receives: nnlib's kernel files that hold an
+    exercise, and the puzzles' files (puzzles/solutions/), each with its solutions removed."""
+    return {**exercise_kernels(kernel_dir), **exercise_kernels(PUZZLE_DIR)}
 
 
 def exercise_notebook(path: Path, kernels: str = "../kernels", strip: bool = True):
     """The notebook of ``path`` (jupytext percent), its checks reading ``kernels``, with a note;
     its solutions stubbed and hidden tests removed unless ``strip`` is false (nbgrader's
     source, which nbgrader strips itself)."""
-    text = path.read_text().replace('"../kernels', f'"{kernels}')
+    text = path.read_text().replace('"../puzzles/solutions', f'"{kernels}')
+    text = text.replace('"../kernels', f'"{kernels}')
     if strip:
         text, _ = strip_solutions(text, "#", str(path), python=True)
     nb = jupytext.reads(text, fmt="py:percent")
@@ -170,20 +183,28 @@ def exercise_notebook(path: Path, kernels: str = "../kernels", strip: bool = Tru
 def solution_lines(notebook_dir: Path = ROOT / "notebooks",
                    kernel_dir: Path = ROOT / "kernels") -> set[str]:
     """Every code line of a solution (a region, a hidden test, a blanked kernel body) that
-    the exercise versions hold nowhere: none of them may reach a student."""
+    neither the exercise versions nor nnlib's other kernel files (which the course prints)
+    hold: none of them may reach a student."""
     removed, kept = set(), set()
-    pairs = [(p.read_text(), t) for p, t in
-             ((kernel_dir / name, text) for name, text in exercise_kernels(kernel_dir).items())]
+    pairs = [(p.read_text(), t) for p, t in _exercise_files(kernel_dir)
+             + _exercise_files(PUZZLE_DIR)]
     pairs += [(p.read_text(), strip_solutions(p.read_text(), "#", str(p), True)[0])
               for p in notebooks(notebook_dir)]
+    exercises = {path for path, _ in _exercise_files(kernel_dir)}
+    for path in sorted(set(kernel_dir.glob("*.cl")) - exercises):  # shown whole by the course
+        kept |= _code_lines(path.read_text())
     for original, exercise in pairs:
-        lines = {line.strip() for line in original.splitlines()}
-        left = {line.strip() for line in exercise.splitlines()}
+        lines, left = _code_lines(original), _code_lines(exercise)
         removed |= lines - left
         kept |= left
     return {line for line in removed - kept if len(line) > 12
             and not line.startswith(("#", "//")) and not MARKER.match(line)
             and not WORK_ITEM_IDS.match(line)}
+
+
+def _code_lines(text: str) -> set[str]:
+    """The stripped lines of ``text``, a trailing ``//`` comment removed."""
+    return {re.sub(r"\s+//(?!.*\").*$", "", line).strip() for line in text.splitlines()}
 
 
 def notebooks(notebook_dir: Path) -> list[Path]:
@@ -204,7 +225,7 @@ def _write_kernels(folder: Path, kernels: dict) -> list[Path]:
 def generate(out: Path, notebook_dir: Path = ROOT / "notebooks",
              kernel_dir: Path = ROOT / "kernels") -> list[Path]:
     """Write the hand-out's notebooks and kernels under ``out``; returns the written files."""
-    written = _write_kernels(out / "kernels", exercise_kernels(kernel_dir))
+    written = _write_kernels(out / "kernels", student_kernels(kernel_dir))
     for path in notebooks(notebook_dir):
         target = out / "notebooks" / f"{path.stem}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -228,7 +249,7 @@ def generate_course(out: Path, notebook_dir: Path = ROOT / "notebooks",
                     kernel_dir: Path = ROOT / "kernels", release: bool = True) -> list[str]:
     """An nbgrader course under ``out``: source/<NN_topic>/ per notebook and, if ``release``,
     release/ by `nbgrader generate_assignment`; returns the assignment names."""
-    kernels = exercise_kernels(kernel_dir)
+    kernels = student_kernels(kernel_dir)
     (out / "source").mkdir(parents=True, exist_ok=True)
     names = [path.stem for path in notebooks(notebook_dir)]
     exclude = {name: [f"kernels/{k}" for k in kernels] for name in names}

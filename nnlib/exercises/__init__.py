@@ -32,7 +32,8 @@ from .registry import EXERCISES, Exercise, hint, of_notebook
 from .verdicts import Verdict
 from .worker import TIMEOUT
 
-globals().update({f"check_{e.name}": e.check for e in EXERCISES.values()})
+CHECKS = {f"check_{e.name}": e.check for e in EXERCISES.values() if not e.puzzle}
+globals().update(CHECKS)
 
-__all__ = ["EXERCISES", "Exercise", "TIMEOUT", "Verdict", "hint", "of_notebook",
-           *sorted(f"check_{name}" for name in EXERCISES)]
+__all__ = ["EXERCISES", "Exercise", "TIMEOUT", "Verdict", "hint", "of_notebook", "puzzles",
+           *sorted(CHECKS)]

@@ -6,8 +6,8 @@ import numpy as np
 
 from .. import reference as ref
 from ..codes import ACTIVATIONS
-from ..runtime import get_runtime
 from ..sizes import ceil_div
+from . import budget
 from .harness import (
     Output,
     call_student,
@@ -20,7 +20,7 @@ from .harness import (
 )
 from .nb01_dense import dense_case
 from .registry import exercise
-from .verdicts import Case, NotYet, Verdict, verdict
+from .verdicts import Case, Verdict, verdict
 
 
 @exercise("03_cpu_vs_gpu", points=1, kernel=False, hints=(
@@ -57,8 +57,6 @@ def check_intensity(intensity) -> Verdict:
 
 _DENSE_PARAMS = ("x", "w", "bias", "y", "batch", "n_in", "n_out", "act")
 BLOCK = 4  # the R of kernels/blocked.cl: outputs per work-item along each dimension
-SPEED_SHARE = 1.5  # the student's blocked kernel may take this many times nnlib's
-ROUNDS = 9  # rounds of the three kernels launched back to back (the first warms up)
 
 
 def _blocked_launch(kernel, x, w, b, act="tanh"):
@@ -81,12 +79,10 @@ def _blocked_launch(kernel, x, w, b, act="tanh"):
     "acc[r][c] += dot(vload4(0, x + (b0 + r) n_in + k), vload4(0, w + (j0 + c) n_in + k)) "
     "for k in steps of 4, the tail one by one; store activate(acc[r][c] + bias[j0 + c]) "
     "where b0 + r < batch and j0 + c < n_out."))
-def check_dense_forward_blocked(folder, speed: bool = True) -> Verdict:
-    """``dense_forward_blocked`` in ``<folder>/blocked.cl``: right on awkward sizes and, with
-    ``speed``, at least N times as fast as the one-work-item-per-output kernel
-    (dense_forward_seed) on this device, N being the speedup nnlib's own blocked kernel
-    reaches over it in the same run, divided by SPEED_SHARE. (On a GPU N is well above 1; on
-    a CPU, where PoCL vectorizes the one-per-output kernel across work-items, it may not be.)"""
+def check_dense_forward_blocked(folder) -> Verdict:
+    """``dense_forward_blocked`` in ``<folder>/blocked.cl``: right on awkward sizes, and
+    blocked: it loads at most 1/R of the one-output-per-work-item kernel's global floats per
+    output (plus one), counted exactly on Oclgrind, never timed."""
     def cases():
         kernel = student_kernel(folder, "blocked", "dense_forward_blocked", _DENSE_PARAMS)
         rng = new_rng()
@@ -105,48 +101,5 @@ def check_dense_forward_blocked(folder, speed: bool = True) -> Verdict:
                         "the activation is missing: store activate(sum + bias, act)": z + b},
                        "y[b0 + r, j0 + c] = activate(bias[j0 + c] + sum_k x[b0 + r, k] "
                        "w[j0 + c, k], act) for every r, c inside the data")
-        if speed:
-            yield _speed_case(kernel, rng)
+        yield budget.blocked_dense_case(folder, BLOCK)
     return verdict("check_dense_forward_blocked", "dense_forward_blocked", cases)
-
-
-def _speed_case(kernel, rng) -> Case:
-    """Times the one-work-item-per-output kernel, nnlib's blocked kernel and the student's."""
-    rt = get_runtime()
-    naive = rt.launcher("dense", "dense_forward_seed")
-    reference = rt.launcher("blocked", "dense_forward_blocked")
-    batch, n_in, n_out = 128, 512, 512
-    x, w, _ = dense_case(rng, batch, n_in, n_out)
-    b = np.zeros(n_out, np.float32)
-
-    def naive_launch():
-        y = rt.empty((batch, n_out))
-        limit = naive.work_group_size
-        event = naive((n_out, batch), (min(16, limit), max(1, min(4, limit // 16))),
-                      to_device(x).data, to_device(w).data, to_device(b).data, y.data,
-                      np.int32(batch), np.int32(n_in), np.int32(n_out), np.int32(0))
-        event.wait()
-        return y, event
-
-    def run():
-        # Rounds of the three launched back to back, each kernel's time summed over the
-        # rounds: a busy moment slows all three alike, and a PoCL thread that wakes late for
-        # one launch (on a VM that halts idle cores, half the speed for that launch) moves a
-        # sum far less than a single launch, which a comparison of fastest times rests on.
-        launches = (naive_launch, lambda: _blocked_launch(reference, x, w, b, "none"),
-                    lambda: _blocked_launch(kernel, x, w, b, "none"))
-        times = np.array([[event_seconds(launch()[1]) for launch in launches]
-                          for _ in range(ROUNDS)])
-        t_naive, t_ref, t_student = times[1:].sum(axis=0)
-        need, got = t_naive / t_ref / SPEED_SHARE, t_naive / t_student
-        if got < need:
-            raise NotYet(f"your kernel is {got:.2f} times as fast as the one-work-item-per-"
-                         f"output kernel; at least {need:.2f} is needed (nnlib's blocked kernel "
-                         f"reaches {t_naive / t_ref:.2f} on this device, in this run). Does each "
-                         f"value loaded from x and W serve R outputs?")
-        return np.array(0.0)
-    return Case(f"speed: batch {batch}, {n_in} -> {n_out}", run, np.array(0.0), "speed")
-
-
-def event_seconds(event) -> float:
-    return (event.profile.end - event.profile.start) * 1e-9

@@ -22,8 +22,9 @@ which no wheel or student edition contains.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from ..reference import puzzles as ref
 from . import budget as counting
 from .harness import FILL, Output, new_rng, student_kernel, to_device, wide
+from .registry import Exercise, register
 from .verdicts import Case, NotYet, Verdict, verdict
 from .worker import in_worker
 
@@ -861,6 +863,28 @@ def check(name: str, folder, simulate: bool = False) -> Verdict:
     return check_puzzle(folder, name, simulate=simulate)
 
 
+def task(name: str, folder) -> str:
+    """Puzzle ``name``'s kernel as the student receives it: the comment saying what each
+    work-item computes and the signature, read from ``<folder>/<topic>.cl``, without a body."""
+    import re
+    from pathlib import Path
+    pz = _get(name)
+    path = Path(folder) / f"{pz.topic}.cl"
+    if not path.is_file():
+        raise FileNotFoundError(f"there is no {path}: pass the folder that holds your "
+                                f"{pz.topic}.cl")
+    text = path.read_text()
+    match = re.search(rf"^kernel void {pz.kernel}\(", text, re.MULTILINE)
+    if match is None:
+        raise KeyError(f"{path} has no kernel {pz.kernel}")
+    lines = text[:match.start()].splitlines()
+    comment = []
+    while lines and lines[-1].startswith("//"):
+        comment.insert(0, lines.pop())
+    signature = text[match.start():text.index("{", match.start())].rstrip()
+    return "\n".join(comment + [signature])
+
+
 def hint(name: str, level: int = 1) -> None:
     """Prints a hint: level 1 a nudge, 2 the formula."""
     hints = _get(name).hints
@@ -928,3 +952,8 @@ def show(name: str, folder=None):
         else:
             panels.append(("your kernel", found))
     return draw(pz, panels)
+
+
+for _pz in PUZZLES.values():  # the course's one list of exercises holds the puzzles too
+    register(Exercise(f"puzzle_{_pz.name}", _pz.notebook, 1, _pz.hints,
+                      functools.partial(check, _pz.name), True, (), puzzle=True))

@@ -21,6 +21,7 @@ class Exercise:
     check: Callable
     kernel: bool  # checks the student's kernels/*.cl, else a Python function
     shortcuts: tuple  # what the student's function may not use (see worker.shortcuts_blocked)
+    puzzle: bool = False  # a kernel puzzle (nnlib.exercises.puzzles), checked by name
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -28,17 +29,20 @@ EXERCISES: dict[str, Exercise] = {}
 
 def exercise(notebook: str, points: int, kernel: bool, hints: tuple, shortcuts: tuple = ()):
     """Registers the decorated ``check_<name>``, which runs in the worker process."""
-    def register(check):
+    def register_check(check):
         name = check.__name__.removeprefix("check_")
-        if name in EXERCISES:
-            raise ValueError(f"two exercises named {name!r}")
-        if len(hints) != 2:
-            raise ValueError(f"{name}: hints are (a nudge, the formula)")
         run = in_worker(check, kernel, shortcuts)
-        EXERCISES[name] = Exercise(name, notebook, points, tuple(hints), run, kernel,
-                                   tuple(shortcuts))
+        register(Exercise(name, notebook, points, tuple(hints), run, kernel, tuple(shortcuts)))
         return run
-    return register
+    return register_check
+
+
+def register(record: Exercise) -> None:
+    if record.name in EXERCISES:
+        raise ValueError(f"two exercises named {record.name!r}")
+    if len(record.hints) != 2:
+        raise ValueError(f"{record.name}: hints are (a nudge, the formula)")
+    EXERCISES[record.name] = record
 
 
 def of_notebook(notebook: str) -> list[Exercise]:
