@@ -10,9 +10,10 @@
 
 floatv twice(floatv x) { return x + x; }
 
-// One work-item doubles VW consecutive floats.
-kernel void double_floatv(global float *p)
+// One work-item doubles VW consecutive floats, vector i of the n at p.
+kernel void double_floatv(global float *p, int n)
 {
     int i = get_global_id(0);
-    vstorev(twice(vloadv(i, p)), i, p);
+    if (i < n)
+        vstorev(twice(vloadv(i, p)), i, p);
 }

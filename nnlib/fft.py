@@ -91,14 +91,15 @@ def local_candidates(rt, kernel, n: int) -> tuple[dict, list]:
     others)."""
     top = max(1, min(kernel.work_group_size, n // 2))
     if rt.is_gpu:
-        sizes = sorted({top, min(top, 64), min(top, rt.work_group_multiple)})
+        sizes = sorted({top, min(top, 2 * rt.work_group_multiple),
+                        min(top, rt.work_group_multiple)})
         return ({"VR": 0, "LOCAL": top, "GROUPS_PER_CU": 0},
                 [{"VR": 0, "LOCAL": s, "GROUPS_PER_CU": 0} for s in sizes])
     rows = [{"VR": vr, "LOCAL": 1, "GROUPS_PER_CU": g}
             for vr in dict.fromkeys((vector_width(rt.vector_width, ROW_WIDTHS), 8, 4, 2))
             for g in (16, 4) if 2 * 8 * n * vr <= _local_mem_size(rt)]
     items = [{"VR": 0, "LOCAL": 1, "GROUPS_PER_CU": g} for g in (16, 4, 64)] + [
-        {"VR": 0, "LOCAL": min(top, 8), "GROUPS_PER_CU": 16}]
+        {"VR": 0, "LOCAL": min(top, rt.work_group_multiple), "GROUPS_PER_CU": 16}]
     candidates = rows + items
     return candidates[0], candidates
 
@@ -142,7 +143,7 @@ class _Plan:
             self.vr = local_params["VR"]
             self.local = rt.launcher("fft", "fft_rows" if self.vr else "fft_local",
                                      (f"-DVR={self.vr}",) if self.vr else ())
-            self.local_size = local_params["LOCAL"]
+            self.local_size = min(local_params["LOCAL"], self.local.work_group_size)
             self.groups_per_cu = local_params["GROUPS_PER_CU"]
             self.table = cla.to_device(rt.queue, np.array(self.radices, np.int32))
         elif is_smooth(n) and self.kind == "pow2":
@@ -180,7 +181,7 @@ class _Plan:
         elif self.kind == "local":
             tw = self.tw_inverse if inverse else self.tw
             blocks = ceil_div(rows, max(self.vr, 1))  # fft_rows: blocks of VR rows
-            spread = self.groups_per_cu * rt.device.max_compute_units
+            spread = self.groups_per_cu * rt.limits.compute_units
             per_group = max(1, ceil_div(blocks, spread)) if spread else 1
             groups = ceil_div(blocks, per_group)
             size = self.local_size

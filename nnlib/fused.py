@@ -93,9 +93,8 @@ class FusedMLP:
         self.max_local_size = self._launch.work_group_size
         if local_size is None:
             if rt.device.type & cl.device_type.GPU:
-                multiple = self._launch.kernel.get_work_group_info(
-                    cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device)
-                local_size = min(self.max_local_size, round_up(max(self.widths), multiple))
+                local_size = min(self.max_local_size, round_up(max(self.widths),
+                                                               self._launch.work_group_multiple))
             else:
                 local_size = 1
         if not isinstance(local_size, (int, np.integer)) or not \
@@ -123,7 +122,7 @@ class FusedMLP:
     def split_groups(self, batch: int) -> int:
         """Work-groups a step of ``batch`` samples splits into over the compute units: one
         per unit, each with a slice of at least TILE_SAMPLES samples."""
-        return max(1, min(self.runtime.device.max_compute_units, batch // TILE_SAMPLES))
+        return max(1, min(self.runtime.limits.compute_units, batch // TILE_SAMPLES))
 
     # ------------------------------------------------------------------ layout
     def _layout(self, batch: int) -> tuple:
@@ -243,9 +242,8 @@ class FusedMLP:
         # fused_mlp_apply strides over the parameters: one work-group of the kernel's
         # preferred multiple per compute unit (a work-group per few parameters would cost
         # PoCL more than the update itself)
-        wg = min(apply.work_group_size, apply.kernel.get_work_group_info(
-            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, rt.device))
-        spread = wg * rt.device.max_compute_units
+        wg = apply.work_group_multiple
+        spread = wg * rt.limits.compute_units
         grads, flags = rt.empty((groups * n,)), rt.empty((groups,), dtype=np.int32)
         state1, state2, hyper = self._args()
         i32 = np.int32

@@ -236,16 +236,39 @@ class Limits:
     kind: str  # "GPU", "CPU" or "accelerator"
     vector_width: int  # preferred float vector width, a power of two up to widest_vector
     widest_vector: int  # the widest float vector the compiler emits natively (up to 16)
-    max_work_group_size: int
+    max_work_group_size: int  # work-items per work-group, all dimensions together
+    max_work_item_sizes: tuple  # work-items per work-group along each dimension
     work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
     local_mem_size: int  # bytes of local memory per work-group
+    compute_units: int  # work-groups that run at once (cores of a CPU, a GPU's multiprocessors)
 
 
 # NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar
 # float code (the 32-wide warps are the vectors), 1024 work-items per group, warps of 32,
 # 48 KiB of local memory. Sizes are capped by the real device's: every launch stays legal.
 GPU_PROFILE = {"kind": "GPU", "vector_width": 1, "max_work_group_size": 1024,
-               "work_group_multiple": 32, "local_mem_size": 48 * 1024}
+               "max_work_item_sizes": (1024, 1024, 64), "work_group_multiple": 32,
+               "local_mem_size": 48 * 1024}
+# NNLIB_MAX_WORK_GROUP=64: work-groups of at most 64 work-items (in all and along each
+# dimension), as on a device that allows no more; unset, the device's (or profile's) limit.
+MAX_WORK_GROUP_ENV = "NNLIB_MAX_WORK_GROUP"
+
+
+def max_work_group_from_env(value: int | None = None) -> int | None:
+    """The work-group cap ``value`` or, if None, ``NNLIB_MAX_WORK_GROUP`` (unset or empty:
+    None, no cap beyond the device's)."""
+    if value is None:
+        text = os.environ.get(MAX_WORK_GROUP_ENV, "").strip()
+        if not text:
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            value = text
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"the work-group cap ({MAX_WORK_GROUP_ENV}) must be a whole number "
+                         f">= 1 of work-items, got {value!r}")
+    return value
 
 
 def _preferred_multiple(device: cl.Device) -> int:
@@ -258,20 +281,36 @@ def _preferred_multiple(device: cl.Device) -> int:
             cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
 
 
-def device_limits(device: cl.Device, profile: str = "device") -> Limits:
-    """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them."""
+def device_limits(device: cl.Device, profile: str = "device",
+                  max_work_group: int | None = None) -> Limits:
+    """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them;
+    work-groups at most ``max_work_group`` work-items (None: ``NNLIB_MAX_WORK_GROUP``, if
+    set)."""
     width, widest = device.preferred_vector_width_float, widest_vector(device)
-    own = Limits(kind=_kind(device),
-                 vector_width=min(2 ** int(math.log2(width)), widest) if width >= 1 else 1,
-                 widest_vector=widest,
-                 max_work_group_size=device.max_work_group_size,
-                 work_group_multiple=_preferred_multiple(device),
-                 local_mem_size=device.local_mem_size)
-    if profile_from_env(profile) == "device":
-        return own
-    capped = ("max_work_group_size", "local_mem_size")
-    return replace(own, **{key: min(value, getattr(own, key)) if key in capped else value
-                           for key, value in GPU_PROFILE.items()})
+    limits = Limits(kind=_kind(device),
+                    vector_width=min(2 ** int(math.log2(width)), widest) if width >= 1 else 1,
+                    widest_vector=widest,
+                    max_work_group_size=device.max_work_group_size,
+                    max_work_item_sizes=tuple(device.max_work_item_sizes),
+                    work_group_multiple=_preferred_multiple(device),
+                    local_mem_size=device.local_mem_size,
+                    compute_units=device.max_compute_units)
+    if profile_from_env(profile) == "gpu":
+        limits = replace(limits, **GPU_PROFILE)
+    cap = max_work_group_from_env(max_work_group)
+    return _within(limits, device, cap)
+
+
+def _within(limits: Limits, device: cl.Device, cap: int | None) -> Limits:
+    """``limits`` with every work-group and local-memory size within the device's own and
+    ``cap``."""
+    most = min(device.max_work_group_size, cap or device.max_work_group_size)
+    sizes = tuple(min(a, b, most) for a, b in zip(limits.max_work_item_sizes,
+                                                  device.max_work_item_sizes))
+    return replace(limits, max_work_group_size=min(limits.max_work_group_size, most),
+                   max_work_item_sizes=sizes,
+                   work_group_multiple=min(limits.work_group_multiple, most),
+                   local_mem_size=min(limits.local_mem_size, device.local_mem_size))
 
 
 

@@ -37,19 +37,20 @@ TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 2
 
 def default_params(rt) -> dict:
     """Elementwise update kernels without tuning: the device's vector width per work-item,
-    vloadN, the driver's choice of work-group size (LOCAL 0)."""
+    vloadN, work-groups as the launcher's rule chooses them (LOCAL 0)."""
     return {"VW": vector_width(rt.vector_width), "VLOAD": 1, "LOCAL": 0}
 
 
 def candidates(rt) -> list:
     """What the tuner tries: 1, the device's and twice the device's width per work-item
-    (each with vloadN and with loads by hand), and work-groups of 64."""
+    (each with vloadN and with loads by hand), and work-groups of twice the device's
+    preferred multiple (64 work-items on a GPU with warps of 32)."""
     base = default_params(rt)
     twice = vector_width(2 * base["VW"], widest=rt.limits.widest_vector)
     widths = sorted({1, base["VW"], twice})
     out = [base] + ([dict(base, VLOAD=0)] if base["VW"] > 1 else [])  # most promising first
     out += [dict(base, VW=w, VLOAD=v) for w in widths for v in ((1, 0) if w > 1 else (1,))]
-    out.append(dict(base, LOCAL=64))
+    out.append(dict(base, LOCAL=2 * rt.work_group_multiple))
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
@@ -194,9 +195,7 @@ class Optimizer:
         self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped before, last skipped]
         self.kernel_params = elementwise_params(rt)
         self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
-        local = self.kernel_params["LOCAL"]
-        # their work-group size (None: the driver's choice)
-        self._local = (min(local, rt.max_work_group_size),) if local else None
+        self._group = self.kernel_params["LOCAL"]  # their work-group size (0: the rule's)
         self._options = kernel_options(self.kernel_params)
         self._skip_begin = rt.launcher("optim", "skip_begin", self._options)
 
@@ -204,9 +203,12 @@ class Optimizer:
         """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options."""
         return self.runtime.launcher("optim", name, self._options)
 
-    def _items(self, n: int) -> tuple:
-        """The global size of an elementwise kernel over ``n`` elements."""
-        return (ceil_div(n, self._vw),)
+    def _elementwise(self, name: str, n: int, *args) -> cl.Event:
+        """Kernel ``name`` of kernels/optim.cl over ``n`` elements, ``VW`` per work-item, in
+        work-groups of the tuned ``LOCAL`` work-items (0: as the launcher's rule chooses)."""
+        launcher = self._launcher(name)
+        local = (min(self._group, launcher.work_group_size),) if self._group else None
+        return launcher((ceil_div(n, self._vw),), local, *args)
 
     @property
     def fused(self) -> bool:
@@ -243,8 +245,8 @@ class Optimizer:
         self._skip_begin((1,), None, self._skip.data)
         targets = self._update_targets()
         for t in targets:
-            self._launcher("check_finite")(self._items(t.size), self._local, t.grad.data,
-                                              np.int32(t.size), self._skip.data)
+            self._elementwise("check_finite", t.size, t.grad.data, np.int32(t.size),
+                              self._skip.data)
         self.steps += 1
         self.events = [self._update(t) for t in targets]
 
@@ -375,8 +377,8 @@ class SGD(Optimizer):
             raise ValueError("SGD: momentum was 0 when this optimizer was made, so it has no "
                              "velocity buffers; make a new SGD(..., momentum=...) instead")
         v = t.grad if v is None else v  # not touched without momentum
-        return self._launcher("sgd_update")(
-            self._items(t.size), self._local, t.value.data, t.grad.data, v.data,
+        return self._elementwise(
+            "sgd_update", t.size, t.value.data, t.grad.data, v.data,
             self._skip.data, np.int32(t.size),
             np.float32(self.lr), np.float32(self.momentum), np.int32(self.nesterov),
             np.float32(self.weight_decay))
@@ -411,8 +413,8 @@ class Adam(Optimizer):
 
     def _adam_launch(self, t, weight_decay: float, decoupled: bool):
         m, v = t.state
-        return self._launcher("adam_update")(
-            self._items(t.size), self._local, t.value.data, t.grad.data, m.data, v.data,
+        return self._elementwise(
+            "adam_update", t.size, t.value.data, t.grad.data, m.data, v.data,
             self._skip.data, np.int32(t.size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(weight_decay), np.int32(decoupled),
@@ -523,8 +525,8 @@ class Adan(Optimizer):
     def _update(self, t):
         m, d, nu, g_prev = t.state
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
-        return self._launcher("adan_update")(
-            self._items(t.size), self._local, t.value.data, t.grad.data, m.data, d.data,
+        return self._elementwise(
+            "adan_update", t.size, t.value.data, t.grad.data, m.data, d.data,
             nu.data, g_prev.data, self._skip.data, np.int32(t.size), np.float32(self.lr), np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
             np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),

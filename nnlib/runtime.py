@@ -7,9 +7,12 @@ One :class:`Runtime` holds a context, a profiling queue and the programs built f
 a GPU, the CPU. The Oclgrind simulator is only used when asked for by name.
 
 Kernels and layers read a device's limits from the runtime (``rt.vector_width``,
-``rt.max_work_group_size``, ``rt.work_group_multiple``, ``rt.local_mem_size``), never from
-the device itself: the profile ``NNLIB_PROFILE=gpu`` makes the runtime report what a typical
-GPU reports, so the code paths a GPU takes run, and are tested, on a CPU.
+``rt.max_work_group_size``, ``rt.work_group_multiple``, ``rt.local_mem_size``, all in
+``rt.limits``), never from the device itself: the profile ``NNLIB_PROFILE=gpu`` makes the
+runtime report what a typical GPU reports, so the code paths a GPU takes run, and are
+tested, on a CPU; ``NNLIB_MAX_WORK_GROUP=64`` caps every work-group at 64 work-items, as a
+device that allows no more would. Every launch keeps to these limits
+(:class:`~nnlib.launcher.Launcher`).
 
 Taught in notebooks/00_devices.
 """
@@ -32,7 +35,7 @@ from .codes import build_defines
 from .opencl_devices import (  # noqa: F401  (public here since before the split)
     GPU_PROFILE, NO_COMPILER_HINT, POCL_HINT, PROFILES, DeviceNotFoundError,
     Limits, NoPlatformError, all_devices, can_compile, device_limits, devices, find_device,
-    is_simulator, platforms, profile_from_env)
+    is_simulator, max_work_group_from_env, platforms, profile_from_env)
 from .launcher import Launcher
 from .sources import kernel_dir, kernel_path, program_source, shown_path, source  # noqa: F401
 
@@ -60,14 +63,17 @@ MAX_PROGRAMS = 64
 class Runtime:
     """A device with its context, one in-order profiling queue and its built programs.
 
-    ``profile`` ("device" or "gpu"; None: ``NNLIB_PROFILE``) chooses the limits it reports.
+    ``profile`` ("device" or "gpu"; None: ``NNLIB_PROFILE``) chooses the limits it reports;
+    ``max_work_group`` (None: ``NNLIB_MAX_WORK_GROUP``, if set) caps its work-groups.
     """
 
-    def __init__(self, device=None, profile: str | None = None):
+    def __init__(self, device=None, profile: str | None = None,
+                 max_work_group: int | None = None):
         environment.check()
         self.profile = profile_from_env(profile)
+        self.cap = max_work_group_from_env(max_work_group)
         self.device = find_device(device)
-        self.limits = device_limits(self.device, self.profile)
+        self.limits = device_limits(self.device, self.profile, self.cap)
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(
             self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
@@ -86,6 +92,8 @@ class Runtime:
 
     def __repr__(self):
         gpu = ", GPU profile" if self.profile == "gpu" else ""
+        if self.cap is not None:
+            gpu += f", work-groups <= {self.cap}"
         return f"Runtime({self.device.platform.name}: {self.device.name.strip()}{gpu})"
 
     @property
@@ -206,10 +214,17 @@ class Runtime:
                 f"layers.")
 
     def fill(self, array: cla.Array, value) -> None:
-        """``array.fill(value)`` under the runtime's lock (pyopencl's fill kernel is shared
-        by every thread using this context)."""
-        with self.lock:
-            array.fill(value)
+        """Every element of the C-contiguous ``array`` set to ``value`` by the queue
+        (clEnqueueFillBuffer: no kernel, so no work-group to keep within the limits, where
+        pyopencl's ``array.fill`` launches a kernel of its own choice of work-group)."""
+        if not array.size:
+            return
+        if not _fast_array.is_c_contiguous(array):
+            raise ValueError(f"fill: the array must be C-contiguous, got strides "
+                             f"{array.strides} for shape {array.shape}")
+        array.add_event(cl.enqueue_fill_buffer(
+            self.queue, array.base_data, np.array(value, array.dtype), array.offset,
+            array.nbytes, wait_for=array.events))
 
     def empty(self, shape, dtype=np.float32) -> cla.Array:
         """An uninitialised C-contiguous array from the memory pool (made without pyopencl's
@@ -316,7 +331,7 @@ def check_shape(name: str, got: tuple, want) -> None:
 
 
 _default: Runtime | None = None
-_runtimes: dict = {}  # (device, profile) -> its runtime: asking use_device again reuses it
+_runtimes: dict = {}  # (device, profile, cap) -> its runtime: use_device again reuses it
 _default_lock = threading.Lock()
 
 
@@ -326,20 +341,23 @@ def get_runtime() -> Runtime:
     with _default_lock:
         if _default is None:
             _default = Runtime()
-            _runtimes.setdefault((_default.device.int_ptr, _default.profile), _default)
+            _runtimes.setdefault((_default.device.int_ptr, _default.profile, _default.cap),
+                                 _default)
         return _default
 
 
 def use_device(spec=None, profile: str | None = None) -> Runtime:
     """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime
-    (``profile``: see :class:`Runtime`). Each device and profile gets one runtime, made on its
-    first use and reused after (a context and its programs cost megabytes)."""
+    (``profile``: see :class:`Runtime`). Each device, profile and work-group cap gets one
+    runtime, made on its first use and reused after (a context and its programs cost
+    megabytes)."""
     global _default
     device, profile = find_device(spec), profile_from_env(profile)
+    cap = max_work_group_from_env()
     with _default_lock:
-        key = (device.int_ptr, profile)
+        key = (device.int_ptr, profile, cap)
         if key not in _runtimes:
-            _runtimes[key] = Runtime(device, profile)
+            _runtimes[key] = Runtime(device, profile, cap)
         _default = _runtimes[key]
         return _default
 

@@ -85,11 +85,14 @@ def cache_dir() -> Path:
 
 
 def device_key(rt) -> dict:
-    """What identifies a device's results: another driver or profile means another search."""
+    """What identifies a device's results: another driver, profile or work-group cap means
+    another search."""
     d = rt.device
+    cap = getattr(rt, "cap", None)
     return {"platform": d.platform.name.strip(), "platform_version": d.platform.version.strip(),
             "device": d.name.strip(), "driver": d.driver_version.strip(),
-            "profile": os.environ.get("NNLIB_PROFILE", "")}
+            "profile": os.environ.get("NNLIB_PROFILE", ""),
+            **({"max_work_group": cap} if cap is not None else {})}
 
 
 def cache_file(rt) -> Path:

@@ -129,7 +129,11 @@ print(nnlib.source("vector", folder="../kernels"))  # your copy: see the exercis
 # We launch the kernel on a size that is not a multiple of the work-group size and compare.
 # `rt.launcher` gives a handle on one kernel: calling it with the global size, the local
 # size and the kernel's arguments, in the order of its signature, enqueues it (and pads the
-# global size up to a multiple of the local size).
+# global size up to a multiple of the local size). Given `None` for the local size, it picks
+# one by the rule every launch in nnlib follows: within the device's limits (and the cap
+# `NNLIB_MAX_WORK_GROUP`, if set), enough work-groups for every compute unit
+# (`vector_add.local_size((n,))` shows its choice); a local size above the limits is an error
+# that names the kernel and the limit.
 
 # %%
 n = 1000

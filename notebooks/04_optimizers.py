@@ -36,10 +36,10 @@ import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pyopencl as cl
 
 import nnlib
 from nnlib import data, optim
+from nnlib.launcher import WorkGroupError
 from nnlib.reference import optim as ref
 from nnlib.runtime import event_ms
 
@@ -133,15 +133,20 @@ print(nnlib.source("optim", "adam_mini_update", folder="../kernels"))
 # %% tags=["nbval-ignore-output"]
 print(f"max work-group size here: {rt.max_work_group_size}")
 
+# %% [markdown]
+# nnlib's launcher checks every work-group against that limit (and the kernel's own) before
+# OpenCL sees it, and names the kernel and the limit (`WorkGroupError`):
+
 # %%
-too_wide = rt.device.max_work_group_size + 1  # the hardware's limit, whatever the profile
+too_wide = rt.max_work_group_size + 1
 vector_add = rt.launcher("vector", "vector_add")
 buf = rt.zeros((too_wide,))
 try:
     vector_add((too_wide,), (too_wide,), buf.data, buf.data, buf.data, np.int32(too_wide))
     print("launched")
-except cl.Error as err:
-    print("a work-group one larger than the limit fails:", err.code == cl.status_code.INVALID_WORK_GROUP_SIZE)
+except WorkGroupError as err:
+    print("a work-group one larger than the limit fails:",
+          f"at most {vector_add.work_group_size} are allowed" in str(err))
 
 # %% [markdown]
 # Our kernel runs any block size with the same work-group: here blocks 4 items wider than

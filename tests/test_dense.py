@@ -152,7 +152,7 @@ def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
         layer.kernels = DenseKernels(rt, params={product: params})
         x = rng.uniform(-1, 1, (batch, n_in)).astype(np.float32)
         dy = rng.standard_normal((batch, n_out)).astype(np.float32)
-        layer.weight.grad.fill(0.5)  # the weight gradient accumulates
+        rt.fill(layer.weight.grad, 0.5)  # the weight gradient accumulates
         y = layer.forward(x).get()
         dz = rt.to_device(dy * (1 - y.astype(np.float64) ** 2))
         dx = layer.backward_preactivation(dz, input_act="tanh").get()  # x as a tanh output

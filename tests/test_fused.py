@@ -111,8 +111,8 @@ def test_inline_tanh_is_within_4e_7_of_tanh(rt):
     x = np.concatenate([np.linspace(-12, 12, 2429), [-1e-6, 1e-7, 0.0]]).astype(np.float32)
     for n_out in range(1, 6):
         net = mlp(rt, (1, n_out), ("tanh",), "mse")
-        net.layers[0].weight.value.fill(1)
-        net.layers[0].bias.value.fill(0)
+        rt.fill(net.layers[0].weight.value, 1)
+        rt.fill(net.layers[0].bias.value, 0)
         trainer = FusedMLP(net, nnlib.optim.SGD(net.parameters(), lr=0.0))
         losses = rt.empty((len(x),))
         trainer.run(rt.to_device(x[:, None]), rt.zeros((len(x), n_out)),

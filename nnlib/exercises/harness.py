@@ -92,10 +92,12 @@ class Output:
 def launch(kernel, grid: tuple, *args) -> None:
     """Run ``kernel`` over ``grid``, the global size rounded up to whole work-groups of at
     most 64 per dimension, as nnlib's layers may launch it."""
-    limit = kernel.work_group_size
-    local = {1: (min(64, limit),), 2: (min(16, limit), max(1, min(4, limit // 16))),
-             3: (1, 1, min(64, limit))}[len(grid)]
-    kernel(grid, local, *args).wait()
+    wanted = {1: (64,), 2: (16, 4), 3: (1, 1, 64)}[len(grid)]
+    local, room = [], kernel.work_group_size
+    for size, most in zip(wanted, kernel.max_work_item_sizes):
+        local.append(max(1, min(size, most, room)))
+        room //= local[-1]
+    kernel(grid, tuple(local), *args).wait()
 
 
 def guard(grid: tuple) -> int:

@@ -291,7 +291,7 @@ class ComplexConv1d(_Conv1dBase):
         cv, cf = self._tile["CV"], self._tile["CF"]
         items = ceil_div(self.window, cv) * ceil_div(self.filters, cf) * self.groups
         per_group = rows // self.variables if self.groups > 1 else rows
-        want = 512 * self.runtime.device.max_compute_units
+        want = 512 * self.runtime.limits.compute_units
         return max(1, min(per_group, ceil_div(want, items)))
 
     def _conv_backward(self, dz):

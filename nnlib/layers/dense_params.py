@@ -50,15 +50,16 @@ NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
 def default_params(rt, product: str, shape: str = "b64") -> dict:
-    """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
-    (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
-    task, where 16 work-items of large tiles are plenty. A wide layer's weight gradient on a
+    """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs.
+    Work-groups of twice the device's preferred multiple: 64 on a GPU (or the GPU profile),
+    two warps; 16 on PoCL's CPUs (multiple 8), which run a work-group as one task, where 16
+    work-items of large tiles are plenty. A wide layer's weight gradient on a
     CPU walks its work-groups along the columns first (TN_ORDER 1): consecutive work-groups
     then share their rows of dZ in the cache. On a CPU a wide layer's forward takes tiles of
     6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
     columns with k-blocks of 1024."""
     vw = vector_width(rt.vector_width, WIDTHS)
-    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
+    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
         return {"NT_I": 6 if wide_cpu else 2, **common}
