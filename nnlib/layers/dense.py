@@ -81,7 +81,8 @@ class Dense(Layer):
             raise ValueError("Dense input: batch is empty")
         y = self.runtime.empty((batch, self.n_out))
         self.kernels.forward(x, self.weight.value, self.bias.value, y, self.act)
-        if self.act == ACTIVATIONS["softmax"]:
+        if self.act == ACTIVATIONS["softmax"] and not self.kernels.softmax_in_forward(
+                self.n_out):
             self._softmax((batch,), None, y.data, np.int32(batch), np.int32(self.n_out))
         self.save_for_backward(x, y)
         return y
