@@ -135,7 +135,25 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #error "NT_KB must be a multiple of VW"
 #endif
 
-// C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major.
+// Softmax over the first n <= NT_J lanes of z (the others 0), max subtracted: the whole
+// row of a layer with at most NT_J outputs, which one work-item of gemm_nt holds.
+inline float4 softmax4(float4 z, int n)
+{
+    float v[4];
+    vstore4(z, 0, v);
+    float m = v[0];
+    for (int j = 1; j < n; ++j)
+        m = fmax(m, v[j]);
+    float s = 0.0f;
+    for (int j = 0; j < 4; ++j) {
+        v[j] = j < n ? exp(v[j] - m) : 0.0f;
+        s += v[j];
+    }
+    return vload4(0, v) / s;
+}
+
+// C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major; softmax
+// (act ACT_SOFTMAX) only where nj <= NT_J (wider rows: softmax_rows afterwards).
 // One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector
 // accumulators, each step loading one vector from each of the NT_I + NT_J rows; the lanes
 // are summed at the end (sum_lanes4). Dimension 0 runs over the row blocks of A, so that
@@ -201,7 +219,8 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
     for (int i = 0; i < NT_I; ++i) {
         if (i0 + i >= ni || j0 >= nj)
             break;
-        float4 out = activate4(sum[i] + add, act);
+        float4 z = sum[i] + add;
+        float4 out = act == ACT_SOFTMAX && nj <= NT_J ? softmax4(z, nj) : activate4(z, act);
         global float *cr = c + (size_t)(i0 + i) * nj + j0;
         if (j0 + 4 <= nj) {
             vstore4(out, 0, cr);

@@ -3,8 +3,8 @@
 
 Copying each mini-batch from the host costs more than the kernels of a small network's
 step: gathering the rows on the host, checking them and making a buffer, while one gather
-launch costs a fraction of that. The data go to the device once per
-``fit`` and the shuffled order once per epoch.
+launch (inputs and targets together) costs a fraction of that. The data go to the device
+once per ``fit`` and the shuffled order once per epoch.
 
 Taught in notebooks/03_cpu_vs_gpu.
 """
@@ -15,8 +15,8 @@ import numpy as np
 
 
 def gather_rows(data: np.ndarray, order: np.ndarray, first: int, rows: int) -> np.ndarray:
-    """The numpy reference of the gather kernel: rows ``order[first:first + rows]`` of
-    ``data`` (n, cols)."""
+    """The numpy reference of the gather kernel (for the inputs and for the targets): rows
+    ``order[first:first + rows]`` of ``data`` (n, cols)."""
     return data[order[first:first + rows]]
 
 
@@ -57,9 +57,9 @@ class DeviceBatches:
         if rows not in self._batches:
             self._batches[rows] = tuple(self.runtime.empty((rows, data.shape[1]))
                                         for data in (self.inputs, self.targets))
-        out = self._batches[rows]
-        for data, batch in zip((self.inputs, self.targets), out):
-            cols = data.shape[1]
-            self._gather((cols, rows), None, data.data, self.order.data, np.int32(first),
-                         np.int32(rows), np.int32(cols), batch.data)
-        return out
+        x, t = self._batches[rows]
+        cols_x, cols_t = x.shape[1], t.shape[1]
+        self._gather((cols_x + cols_t, rows), None, self.inputs.data, self.targets.data,
+                     self.order.data, np.int32(first), np.int32(rows), np.int32(cols_x),
+                     np.int32(cols_t), x.data, t.data)
+        return x, t

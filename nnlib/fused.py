@@ -28,8 +28,8 @@ from .activations import BY_NAME
 from .codes import ACTIVATIONS, LOSSES
 from .layers.dense import Dense
 from .loss import DeviceLoss
-from .network import _host
 from .optim import SGD, Adam, AdamMini
+from .runtime import check_shape, host_numbers
 from .sizes import round_up
 
 __all__ = ["FusedMLP", "NetworkDoesNotFit"]
@@ -149,6 +149,11 @@ class FusedMLP:
         slice_ = -(-batch // (self.groups(batch) if groups is None else groups))
         return -(-batch // slice_), slice_
 
+    def check_batch(self, batch: int) -> None:
+        """Raise :class:`NetworkDoesNotFit` (saying which batch fits) if a step of ``batch``
+        samples, split as :meth:`groups` says, does not fit in a work-group's local memory."""
+        self._table(batch, self._split_batch(batch)[1])
+
     def _table(self, batch: int, slice_: int):
         if slice_ not in self._tables:
             table, floats = self._layout(slice_)
@@ -266,7 +271,7 @@ class FusedMLP:
         batch), or two launches a step where a step is split over ``groups`` work-groups
         (default :meth:`groups`)."""
         net, rt = self.net, self.runtime
-        x = _host(x, "fit inputs")  # not cast here: complex inputs are refused, not cut
+        x = host_numbers(x, "fit inputs")  # not cast here: complex inputs are refused, not cut
         n = len(x)
         if len(y) != n:
             raise ValueError(f"fit: {n} inputs but {len(y)} targets")
@@ -280,14 +285,9 @@ class FusedMLP:
         losses = rt.empty((n,))
         per_sample = self.widths[-1] if net.loss == "mse" else 1
         history = {"loss": []}
-        full = n // batch_size * batch_size
         for _ in range(epochs):
             skipped_before = self.optimizer.skipped_steps
-            order = rng.permutation(n).astype(np.int32)
-            self.run(xd, targets, order[:full], batch_size, losses, groups=groups)
-            if full < n:
-                self.run(xd, targets, order[full:], n - full, losses, full,
-                         None if groups is None else min(groups, n - full))
+            self.epoch(xd, targets, rng.permutation(n), batch_size, losses, groups)
             history["loss"].append(float(DeviceLoss(losses, n * per_sample)))
             skipped = self.optimizer.skipped_steps - skipped_before
             if skipped:
@@ -295,6 +295,21 @@ class FusedMLP:
                     f"fit: {skipped} steps of epoch {len(history['loss'])} were skipped because "
                     "the loss gradient held NaN or infinity; lower the learning rate")
         return history
+
+    def epoch(self, x, targets, order, batch: int, losses, groups: int | None = None) -> None:
+        """Enqueue an epoch on device data: steps of ``batch`` rows of ``x`` (n, n_in) and
+        ``targets`` (n, n_out) taken in ``order``, then one step of the rows left over; the
+        loss of the sample at place i of the order goes to ``losses[i]``. Waits for nothing
+        (``Sequential.fit``'s epoch on the fused path)."""
+        check_shape("fit inputs", x.shape, (None, self.widths[0]))
+        order = np.asarray(order, np.int32)
+        n = len(order)
+        full = n // batch * batch
+        if full:
+            self.run(x, targets, order[:full], batch, losses, groups=groups)
+        if full < n:
+            self.run(x, targets, order[full:], n - full, losses, full,
+                     None if groups is None else min(groups, n - full))
 
     def step(self, x, y, groups: int | None = None) -> DeviceLoss:
         """One training step on the batch (x, y) in one launch, or two if split over

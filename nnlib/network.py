@@ -12,11 +12,12 @@ import threading
 import numpy as np
 import pyopencl.array as cla
 
+from . import fit_path
 from .batches import DeviceBatches
 from .codes import LOSSES
 from .checkpoint import (CheckpointError, check_dict, check_int, check_name, load_model,
                          save_checkpoint)
-from .runtime import check_shape, to_host
+from .runtime import check_shape, host_numbers
 from .sizes import ceil_div
 from .layers.base import Layer, positive_int
 from .loss import DeviceLoss, Loss
@@ -58,15 +59,6 @@ def _one_at_a_time(method):
         with self._busy:
             return method(self, *args, **kwargs)
     return locked
-
-
-def _host(array, name: str) -> np.ndarray:
-    """A numpy array of numbers with at least one axis from a numpy or device array."""
-    host = to_host(array) if isinstance(array, cla.Array) else np.asarray(array)
-    if host.ndim == 0 or not (np.issubdtype(host.dtype, np.number) or host.dtype == bool):
-        raise TypeError(f"{name}: expected an array of numbers, got {host.dtype} "
-                        f"{host.shape}")
-    return host
 
 
 @MODELS.register
@@ -192,7 +184,8 @@ class Sequential:
         """``validation_data`` (inputs, targets) checked as fit's own data, before training."""
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise TypeError("fit: validation_data must be a pair (inputs, targets)")
-        xv, yv = _host(data[0], "validation inputs"), _host(data[1], "validation targets")
+        xv = host_numbers(data[0], "validation inputs")
+        yv = host_numbers(data[1], "validation targets")
         if len(xv) == 0 or len(xv) != len(yv):
             raise ValueError(f"fit: validation_data has {len(xv)} inputs and {len(yv)} "
                              f"targets; need as many, at least one")
@@ -205,12 +198,20 @@ class Sequential:
 
     @_one_at_a_time
     def fit(self, x, y, optimizer, epochs: int = 10, batch_size: int = 32, seed: int = 0,
-            validation_data=None, progress: bool = True) -> dict:
-        """Mini-batch training with shuffling; returns the history of epoch losses."""
+            validation_data=None, progress: bool = True, fused: bool | None = None) -> dict:
+        """Mini-batch training with shuffling; returns the history of epoch losses and the
+        path it trained on (``history["path"]``, "fused" or "layers").
+
+        ``fused``: None (the default) trains with the fused kernel (:mod:`nnlib.fused`, one
+        launch per run of steps) where the network qualifies and that is faster for this
+        batch size on this device (:mod:`nnlib.fit_path` says how that is decided); False
+        layer by layer (:meth:`train_step`); True with the fused kernel, or an error saying
+        why the network does not qualify. Both paths train alike (the same steps, up to
+        float32 rounding) and leave the trained weights in the layers' parameters."""
         from tqdm.auto import tqdm
 
-        x = _host(x, "fit inputs")
-        y = _host(y, "fit targets")
+        x = host_numbers(x, "fit inputs")
+        y = host_numbers(y, "fit targets")
         n = len(x)
         if len(y) != n:
             raise ValueError(f"fit: {n} inputs but {len(y)} targets")
@@ -221,20 +222,27 @@ class Sequential:
         if not np.isfinite(x).all():
             raise ValueError("fit: inputs contain NaN or infinity")
         self._check_optimizer(optimizer)
+        if fused is not None and not isinstance(fused, (bool, np.bool_)):
+            raise TypeError(f"fit: fused must be None (choose), True or False, got {fused!r}")
         if validation_data is not None:
             validation_data = self._validation(validation_data, x)
+        trainer = fit_path.trainer(self, optimizer, min(batch_size, n), fused)
         rng = np.random.default_rng(seed)
-        history = {"loss": [], "val_loss": []}
+        history = {"loss": [], "val_loss": [], "path": "layers" if trainer is None else "fused"}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
         rows = self.runtime.empty((n,))
         data = DeviceBatches(self.runtime, x, self.targets(y, n))  # batches gathered there
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
             skipped_before = optimizer.skipped_steps
-            data.shuffle(rng.permutation(n))
-            for start in range(0, n, batch_size):
-                self.train_step(*data.batch(start, min(batch_size, n - start)), optimizer,
-                                rows, start)
+            order = rng.permutation(n)
+            if trainer is not None:
+                trainer.epoch(data.inputs, data.targets, order, batch_size, rows)
+            else:
+                data.shuffle(order)
+                for start in range(0, n, batch_size):
+                    self.train_step(*data.batch(start, min(batch_size, n - start)), optimizer,
+                                    rows, start)
             history["loss"].append(float(rows.get().astype(np.float64).sum() / (n * per_sample)))
             skipped = optimizer.skipped_steps - skipped_before
             if skipped:
@@ -252,7 +260,7 @@ class Sequential:
     @_one_at_a_time
     def predict(self, x, batch_size: int = 1024) -> np.ndarray:
         """Outputs for ``x`` as a numpy array, computed in batches."""
-        x = _host(x, "predict input")
+        x = host_numbers(x, "predict input")
         positive_int("predict", "batch_size", batch_size)
         if len(x) == 0:
             raise ValueError("predict input: batch is empty")

@@ -322,6 +322,15 @@ def to_host(array: cla.Array) -> np.ndarray:
                       strides=array.strides)
 
 
+def host_numbers(array, name: str) -> np.ndarray:
+    """A numpy array of numbers with at least one axis from a numpy or device array."""
+    host = to_host(array) if isinstance(array, cla.Array) else np.asarray(array)
+    if host.ndim == 0 or not (np.issubdtype(host.dtype, np.number) or host.dtype == bool):
+        raise TypeError(f"{name}: expected an array of numbers, got {host.dtype} "
+                        f"{host.shape}")
+    return host
+
+
 def check_shape(name: str, got: tuple, want) -> None:
     if want is None:
         return

@@ -210,14 +210,23 @@ plt.show()
 # `nnlib.Sequential` chains layers, computes the loss on the device and runs the backward
 # kernels in reverse order. `train_step` enqueues forward, loss, backward and update without
 # waiting for the device; the loss it returns is read only when you ask for it. A tiny
-# regression problem, fitted with SGD:
+# regression problem, fitted with SGD; `fused=False` makes `fit` run this notebook's kernels
+# layer by layer, one `train_step` per mini-batch (what plain `fit` does instead comes after
+# the plot):
 
 # %% tags=["nbval-ignore-output"]
 x = rng.uniform(-2, 2, (256, 1)).astype(np.float32)
 t = (np.sin(2 * x) * 0.5 + 0.5).astype(np.float32)
-net = nnlib.Sequential([nnlib.Dense(1, 32, "tanh", seed=4), nnlib.Dense(32, 1, "sigmoid", seed=5)])
+
+
+def regressor():
+    return nnlib.Sequential([nnlib.Dense(1, 32, "tanh", seed=4),
+                             nnlib.Dense(32, 1, "sigmoid", seed=5)])
+
+
+net = regressor()
 opt = nnlib.optim.SGD(net.parameters(), lr=0.5, momentum=0.9)
-history = net.fit(x, t, opt, epochs=60, batch_size=32, seed=0, progress=False)
+history = net.fit(x, t, opt, epochs=60, batch_size=32, seed=0, progress=False, fused=False)
 print(f"loss: first epoch {history['loss'][0]:.4f}, last epoch {history['loss'][-1]:.4f}")
 
 # %% [markdown]
@@ -239,12 +248,49 @@ a2.set_title("fit")
 plt.show()
 
 # %% [markdown]
+# ### The same fit, plainly called
+# Without `fused=False`, `fit` takes the fused kernel of `nnlib.fused` (notebook 03 reads
+# it) when the network qualifies (Dense layers only, SGD or Adam over all its parameters, a
+# batch that fits in one work-group's local memory) and it is the faster path for that batch
+# size on this device: the first time `fit` meets a network shape and batch size on a
+# device, it times a few steps each way and remembers the answer with the kernels' tuning
+# results. One launch then runs many training steps. The steps are the same, so the losses
+# agree up to float32 rounding; `history["path"]` says which path ran. Timed on fresh copies,
+# each way three times, taking turns:
+
+# %% tags=["nbval-ignore-output"]
+import time
+
+
+def timed_fit(fused):
+    """(seconds, history) of the fit above on a fresh copy of the network."""
+    model = regressor()
+    sgd = nnlib.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    start = time.perf_counter()
+    out = model.fit(x, t, sgd, epochs=60, batch_size=32, seed=0, progress=False, fused=fused)
+    return time.perf_counter() - start, out
+
+
+timed_fit(None)  # the first plain fit chooses its path (and builds the fused kernel)
+runs = {False: [], None: []}
+for _ in range(3):
+    for fused, times in runs.items():
+        times.append(timed_fit(fused))
+layer_s, plain_s = (min(s for s, _ in runs[fused]) for fused in (False, None))
+plain = runs[None][0][1]
+print(f"plain fit took the {plain['path']} path: {1e3 * plain_s:.0f} ms, layer by layer "
+      f"{1e3 * layer_s:.0f} ms ({layer_s / plain_s:.1f}x); largest loss difference "
+      f"{np.abs(np.subtract(plain['loss'], history['loss'])).max():.1e}")
+
+# %% [markdown]
 # ## Summary
 # - A dense layer is one forward product and three backward products; the activation
 #   derivative is written with the layer's output.
 # - Each kernel is tested against `nnlib.reference` on awkward sizes, and its maths against
 #   finite differences.
-# - `Sequential.train_step` strings the kernels together without synchronising the host.
+# - `Sequential.train_step` strings the kernels together without synchronising the host;
+#   `fit(..., fused=False)` trains with it, plain `fit` takes the fused kernel where that is
+#   faster.
 #
 # ## Exercises
 # 1. Derive the output gradient of softmax + cross-entropy and check that it is $(p - t)/B$.

@@ -497,7 +497,8 @@ assert best_s <= max(t for _, t in search_results) and np.isfinite(best_s)
 # activations and gradients live in local memory, and since nothing has to return to the
 # host between steps, one launch trains a whole run of samples (an epoch here).
 # `nnlib.fused.FusedMLP` takes a `Sequential` of `Dense` layers and its SGD or Adam optimizer
-# and trains them in place, with the same results as `Sequential.fit`.
+# and trains them in place, with the same results as `Sequential.fit(..., fused=False)`
+# (plain `fit` takes this kernel by itself where it qualifies and is faster: notebook 01).
 #
 # The article's classifier (240 -> 128 -> 64 -> 3, tanh, softmax, cross-entropy, SGD with
 # momentum), one sample per step, both ways:
@@ -534,7 +535,7 @@ layer_net, layer_opt = classifier()
 fused_net, fused_opt = classifier()
 fused = FusedMLP(fused_net, fused_opt)
 layer_ms = epoch_ms(lambda: layer_net.fit(x_f, y_f, layer_opt, epochs=1, batch_size=1,
-                                          progress=False))
+                                          progress=False, fused=False))
 fused_ms = epoch_ms(lambda: fused.fit(x_f, y_f, epochs=1, batch_size=1))
 print(f"{len(x_f)} samples, one per step: layer by layer {layer_ms:.1f} ms "
       f"({1e3 * layer_ms / len(x_f):.0f} µs a step), fused {fused_ms:.1f} ms "
@@ -545,7 +546,7 @@ print(f"{len(x_f)} samples, one per step: layer by layer {layer_ms:.1f} ms "
 # float32 rounding: the kernels add in a different order, and per-sample SGD with momentum
 # amplifies such differences over further epochs).
 pair = [classifier() for _ in range(2)]
-pair[0][0].fit(x_f, y_f, pair[0][1], epochs=1, batch_size=1, progress=False)
+pair[0][0].fit(x_f, y_f, pair[0][1], epochs=1, batch_size=1, progress=False, fused=False)
 FusedMLP(*pair[1]).fit(x_f, y_f, epochs=1, batch_size=1)
 worst = max(float(np.abs(p.numpy() - q.numpy()).max())
             for p, q in zip(pair[0][0].parameters(), pair[1][0].parameters()))
@@ -574,7 +575,7 @@ fits = too_many - 1
 for batch in (1, 8, 64):
     count = 8 * batch if batch > 1 else 64
     layer_b = epoch_ms(lambda: layer_net.fit(x_f[:count], y_f[:count], layer_opt, epochs=1,
-                                             batch_size=batch, progress=False))
+                                             batch_size=batch, progress=False, fused=False))
     line = f"batch {batch:3d}: layer by layer {1e3 * layer_b / (count // batch):7.0f} µs a step, "
     if batch > fits:
         print(line + "fused: does not fit in local memory")

@@ -26,6 +26,17 @@ def rng():
     return np.random.default_rng(1234)
 
 
+@pytest.fixture
+def tuning_cache(tmp_path, monkeypatch):
+    """Tuning on (NNLIB_TUNE=1, no profile), with an empty cache folder of its own."""
+    from nnlib import tuning
+    monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
+    monkeypatch.delenv("NNLIB_PROFILE", raising=False)
+    tuning.set_mode("1")
+    yield tmp_path
+    tuning.set_mode(None)
+
+
 # The files with the longest tests (each re-executes notebooks or starts a browser, a Lab
 # server or whole benchmarks) go first: pytest-xdist (`make test`, --dist loadfile) hands out
 # files in collection order, so the other workers fill in around them instead of waiting at

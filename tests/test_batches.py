@@ -71,7 +71,8 @@ def test_fit_trains_on_the_same_batches_as_train_step(rt, rng):
     fitted, stepped = net(), net()
     opt_fit = nnlib.optim.SGD(fitted.parameters(), lr=0.1, momentum=0.9)
     opt_step = nnlib.optim.SGD(stepped.parameters(), lr=0.1, momentum=0.9)
-    history = fitted.fit(x, y, opt_fit, epochs=2, batch_size=7, seed=3, progress=False)
+    history = fitted.fit(x, y, opt_fit, epochs=2, batch_size=7, seed=3, progress=False,
+                         fused=False)
     order = np.random.default_rng(3)
     losses = []
     for _ in range(2):

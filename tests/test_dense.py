@@ -18,7 +18,7 @@ def shapes(rt):
     big = rt.max_work_group_size + 4  # above the device's work-group limit, no multiple of 4
     # Small batches take the one-output-per-item forward, larger ones the tiled one.
     return [(1, 1, 1), (1, 13, 7), (5, 3, 9), (7, 33, 17), (2, big, 3), (3, 5, big),
-            (9, 37, 21), (33, big, 5), (17, 6, big)]
+            (9, 37, 21), (33, big, 5), (17, 6, big), (6, 11, 4)]
 
 
 def run_layer(rt, variant, act, batch, n_in, n_out, rng):

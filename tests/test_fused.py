@@ -69,7 +69,7 @@ def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, loc
     epochs = 3 if batch == 1 else 12 if batch < 10 else 60  # several hundred steps
     got = trainer.fit(x, y, epochs=epochs, batch_size=batch, seed=3, groups=groups)["loss"]
     want = layer_net.fit(x, y, layer_opt, epochs=epochs, batch_size=batch, seed=3,
-                         progress=False)["loss"]
+                         progress=False, fused=False)["loss"]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)
     assert fused_opt.steps == layer_opt.steps
     for p, q in zip(fused_net.parameters(), layer_net.parameters()):
@@ -133,7 +133,7 @@ def test_widths_above_the_work_group_size(rt, rng):
     opts = [nnlib.optim.SGD(net.parameters(), lr=0.01, momentum=0.5) for net in nets]
     FusedMLP(nets[0], opts[0], local_size=probe.max_local_size).fit(x, y, epochs=2,
                                                                       batch_size=3)
-    nets[1].fit(x, y, opts[1], epochs=2, batch_size=3, progress=False)
+    nets[1].fit(x, y, opts[1], epochs=2, batch_size=3, progress=False, fused=False)
     for p, q in zip(nets[0].parameters(), nets[1].parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
 
@@ -190,7 +190,7 @@ def test_adam_without_eps_leaves_never_moved_weights_like_the_layer_path(rt, rng
     nets = [mlp(rt, (5, 4, 2), ("tanh", "none"), "mse") for _ in range(2)]
     opts = [nnlib.optim.Adam(net.parameters(), lr=1e-2, eps=0.0) for net in nets]
     FusedMLP(nets[0], opts[0]).fit(x, y, epochs=2, batch_size=3, seed=1)
-    nets[1].fit(x, y, opts[1], epochs=2, batch_size=3, seed=1, progress=False)
+    nets[1].fit(x, y, opts[1], epochs=2, batch_size=3, seed=1, progress=False, fused=False)
     for p, q in zip(nets[0].parameters(), nets[1].parameters()):
         assert np.isfinite(p.numpy()).all()
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)

@@ -17,15 +17,6 @@ def fake_rt(device="Fake CPU", driver="1.0"):
                                                   driver_version=driver))
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
-    monkeypatch.delenv("NNLIB_PROFILE", raising=False)
-    tuning.set_mode("1")
-    yield tmp_path
-    tuning.set_mode(None)
-
-
 class Meter:
     def __init__(self):
         self.calls = []
@@ -37,12 +28,12 @@ class Meter:
         return COST[params["rows"]]
 
 
-def test_search_picks_the_fastest_and_stores_it(cache):
+def test_search_picks_the_fastest_and_stores_it(tuning_cache):
     meter = Meter()
     got = tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2})
     assert got == {"rows": 4}
     assert sorted(set(meter.calls)) == [2, 4, 8]
-    files = list(cache.glob("*.json"))
+    files = list(tuning_cache.glob("*.json"))
     assert len(files) == 1 and files[0].name.startswith("Fake-CPU-")
     data = json.loads(files[0].read_text())
     assert data["device"]["driver"] == "1.0"
@@ -50,7 +41,7 @@ def test_search_picks_the_fastest_and_stores_it(cache):
     assert [t for _, t in data["results"]["gemm/b64"]["candidates"]] == [3.0, 1.0, 2.0]
 
 
-def test_next_process_reads_the_cache_without_measuring(cache):
+def test_next_process_reads_the_cache_without_measuring(tuning_cache):
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
     tuning.set_mode("1")  # forgets this process's results, as a new process would
     meter = Meter()
@@ -58,7 +49,7 @@ def test_next_process_reads_the_cache_without_measuring(cache):
     assert meter.calls == []
 
 
-def test_other_driver_profile_or_shape_class_search_again(cache, monkeypatch):
+def test_other_driver_profile_or_shape_class_search_again(tuning_cache, monkeypatch):
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
     for rt, shape in ((fake_rt(driver="2.0"), "b64"), (fake_rt(), "b1")):
         meter = Meter()
@@ -69,17 +60,17 @@ def test_other_driver_profile_or_shape_class_search_again(cache, monkeypatch):
     meter = Meter()
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2})
     assert meter.calls
-    assert len(list(cache.glob("*.json"))) == 3
+    assert len(list(tuning_cache.glob("*.json"))) == 3
 
 
-def test_mode_0_uses_the_default_and_touches_nothing(cache):
+def test_mode_0_uses_the_default_and_touches_nothing(tuning_cache):
     tuning.set_mode("0")
     meter = Meter()
     assert tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2}) == {"rows": 2}
-    assert meter.calls == [] and not list(cache.iterdir())
+    assert meter.calls == [] and not list(tuning_cache.iterdir())
 
 
-def test_retune_measures_again(cache):
+def test_retune_measures_again(tuning_cache):
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
     tuning.set_mode("retune")
     meter = Meter()
@@ -87,7 +78,7 @@ def test_retune_measures_again(cache):
     assert meter.calls
 
 
-def test_a_changed_kernel_source_searches_again(cache, monkeypatch):
+def test_a_changed_kernel_source_searches_again(tuning_cache, monkeypatch):
     """Timings hold for the source they were measured on: an edited kernel file is timed
     again (conv.cl's loads changed, and its stored timings described the old kernel)."""
     rt = fake_rt()
@@ -105,7 +96,7 @@ def test_a_changed_kernel_source_searches_again(cache, monkeypatch):
     assert sorted(set(meter.calls)) == [2, 4, 8]
 
 
-def test_clear_and_a_changed_candidate_list_search_again(cache):
+def test_clear_and_a_changed_candidate_list_search_again(tuning_cache):
     rt = fake_rt()
     tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
     tuning.clear(rt)
@@ -118,20 +109,20 @@ def test_clear_and_a_changed_candidate_list_search_again(cache):
     assert meter.calls
 
 
-def test_failing_candidates_are_ruled_out(cache):
+def test_failing_candidates_are_ruled_out(tuning_cache):
     meter = Meter()
     meter.fail8 = True
     assert tuning.tuned(fake_rt(), "gemm", "b64", [{"rows": 2}, {"rows": 8}], meter,
                         {"rows": 4}) == {"rows": 2}
 
 
-def test_all_candidates_failing_gives_the_default(cache):
+def test_all_candidates_failing_gives_the_default(tuning_cache):
     def broken(params):
         raise RuntimeError("no")
     assert tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, broken, {"rows": 2}) == {"rows": 2}
 
 
-def test_damaged_cache_file_is_searched_again(cache):
+def test_damaged_cache_file_is_searched_again(tuning_cache):
     rt = fake_rt()
     tuning.cache_file(rt).parent.mkdir(parents=True, exist_ok=True)
     tuning.cache_file(rt).write_text("{not json")
@@ -152,13 +143,13 @@ def test_xdg_cache_home_is_used(monkeypatch, tmp_path):
     assert tuning.cache_dir() == tmp_path / "nnlib" / "tuning"
 
 
-def test_preferred_device_is_stored_and_read(cache):
+def test_preferred_device_is_stored_and_read(tuning_cache):
     assert tuning.preferred_device() is None
     tuning.set_preferred_device("PoCL 9", "pthread-x", {"pthread-x": 1.0})
     assert tuning.preferred_device()["device"] == "pthread-x"
 
 
-def test_default_device_follows_the_preference(cache, monkeypatch):
+def test_default_device_follows_the_preference(tuning_cache, monkeypatch):
     """With two CPU devices that compile, the stored preference decides the default."""
     from nnlib.opencl_devices import _kind, all_devices, can_compile, find_device, is_simulator
 
@@ -172,7 +163,7 @@ def test_default_device_follows_the_preference(cache, monkeypatch):
         assert find_device(None) == d
 
 
-def test_a_search_out_of_budget_goes_on_in_the_next_process(cache, monkeypatch):
+def test_a_search_out_of_budget_goes_on_in_the_next_process(tuning_cache, monkeypatch):
     monkeypatch.setattr(tuning, "BUDGET_S", 0.0)  # one new candidate per process
     meter, rt = Meter(), fake_rt()
     assert tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8}) == {"rows": 2}

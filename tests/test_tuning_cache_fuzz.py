@@ -40,14 +40,6 @@ entries = st.one_of(
     }))
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NNLIB_TUNING_DIR", str(tmp_path))
-    tuning.set_mode("1")
-    yield tmp_path
-    tuning.set_mode(None)
-
-
 def plant(rt, results) -> None:
     path = tuning.cache_file(rt)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,7 +49,7 @@ def plant(rt, results) -> None:
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entry=entries)
-def test_any_stored_entry_gives_a_candidate_or_the_default(cache, entry):
+def test_any_stored_entry_gives_a_candidate_or_the_default(tuning_cache, entry):
     rt = fake_rt()
     plant(rt, {KEY: entry})
     tuning.set_mode("1")
@@ -65,7 +57,7 @@ def test_any_stored_entry_gives_a_candidate_or_the_default(cache, entry):
     assert got in CANDIDATES or got == DEFAULT
 
 
-def test_a_planted_entry_outside_the_candidates_is_dropped_with_a_warning(cache, caplog):
+def test_a_planted_entry_outside_the_candidates_is_dropped_with_a_warning(tuning_cache, caplog):
     rt = fake_rt()
     for planted in ({"rows": 3}, {"rows": 0}, {"rows": 4, "extra": 1}, [1], "x"):
         plant(rt, {KEY: {"params": planted, "source": None,
@@ -79,7 +71,7 @@ def test_a_planted_entry_outside_the_candidates_is_dropped_with_a_warning(cache,
         assert "\n" not in lines[0]
 
 
-def test_stored_times_that_do_not_choose_the_stored_parameters_are_dropped(cache, caplog):
+def test_stored_times_that_do_not_choose_the_stored_parameters_are_dropped(tuning_cache, caplog):
     rt = fake_rt()
     plant(rt, {KEY: {"params": {"rows": 8}, "source": None,
                      "candidates": [[c, t] for c, t in zip(CANDIDATES, (3.0, 1.0, 2.0))]}})
@@ -90,7 +82,7 @@ def test_stored_times_that_do_not_choose_the_stored_parameters_are_dropped(cache
 
 @pytest.mark.parametrize("text", ["[" * 100000, '{"results": ' * 5000, "\xff\xfe",
                                   '{"results": [1]}', "1e999999"])
-def test_damaged_files_are_named_and_searched_again(cache, caplog, text):
+def test_damaged_files_are_named_and_searched_again(tuning_cache, caplog, text):
     rt = fake_rt()
     tuning.cache_file(rt).parent.mkdir(parents=True, exist_ok=True)
     tuning.cache_file(rt).write_text(text, errors="surrogateescape")
@@ -100,8 +92,8 @@ def test_damaged_files_are_named_and_searched_again(cache, caplog, text):
 
 
 @pytest.mark.parametrize("width", [0, 3, 5, -8, True, 32, "8", 8.0, None])
-def test_bad_vector_widths_are_dropped_with_a_warning(cache, caplog, width):
-    (cache / "vector_widths.json").write_text(json.dumps({"dev": width, "good": 8}))
+def test_bad_vector_widths_are_dropped_with_a_warning(tuning_cache, caplog, width):
+    (tuning_cache / "vector_widths.json").write_text(json.dumps({"dev": width, "good": 8}))
     with caplog.at_level(logging.WARNING, "nnlib.tuning"):
         assert tuning.widest_vectors((1, 2, 4, 8, 16)) == {"good": 8}
     assert "vector_widths.json" in caplog.text and repr(width) in caplog.text
@@ -115,10 +107,10 @@ def _store_keys(folder: str, first: int, count: int, start) -> None:
         tuning._write(rt, f"k{i}", {"params": {"rows": 2}})
 
 
-def test_two_processes_writing_at_once_lose_no_keys(cache):
+def test_two_processes_writing_at_once_lose_no_keys(tuning_cache):
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(2)
-    workers = [ctx.Process(target=_store_keys, args=(str(cache), i * 150, 150, start))
+    workers = [ctx.Process(target=_store_keys, args=(str(tuning_cache), i * 150, 150, start))
                for i in range(2)]
     for w in workers:
         w.start()
@@ -126,12 +118,12 @@ def test_two_processes_writing_at_once_lose_no_keys(cache):
         w.join(60)
         assert w.exitcode == 0
     assert len(tuning.stored(fake_rt())) == 300
-    assert not list(cache.glob("*.tmp"))
+    assert not list(tuning_cache.glob("*.tmp"))
 
 
-def test_stale_temporaries_are_removed_and_a_full_disk_is_named(cache, caplog, monkeypatch):
+def test_stale_temporaries_are_removed_and_a_full_disk_is_named(tuning_cache, caplog, monkeypatch):
     rt = fake_rt()
-    stale = cache / f"{tuning.cache_file(rt).name}abc.tmp"
+    stale = tuning_cache / f"{tuning.cache_file(rt).name}abc.tmp"
     stale.write_text("{half")
     tuning._write(rt, KEY, {"params": {"rows": 2}})
     assert not stale.exists()
@@ -144,8 +136,8 @@ def test_stale_temporaries_are_removed_and_a_full_disk_is_named(cache, caplog, m
             tuning._write(rt, "other", {"params": {"rows": 2}})
         assert words in caplog.text and "newer than" not in caplog.text
         monkeypatch.undo()
-        monkeypatch.setenv("NNLIB_TUNING_DIR", str(cache))
-        assert not list(cache.glob("*.tmp"))  # the failed write's temporary is gone
+        monkeypatch.setenv("NNLIB_TUNING_DIR", str(tuning_cache))
+        assert not list(tuning_cache.glob("*.tmp"))  # the failed write's temporary is gone
 
 
 def test_real_families_refuse_planted_parameters(tmp_path):

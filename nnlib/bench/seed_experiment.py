@@ -92,7 +92,8 @@ def main(argv=None):
                 with threadpool_limits(1):
                     numpy_epoch(count, batch)
             runs = {"layers": lambda: net.fit(x[:count], y[:count], opt, epochs=1,
-                                              batch_size=batch, progress=False),
+                                              batch_size=batch, progress=False,
+                                              fused=False),
                     "fused": lambda: fused.fit(x[:count], y[:count], epochs=1,
                                                batch_size=batch),
                     "numpy": threaded_numpy}

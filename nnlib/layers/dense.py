@@ -109,7 +109,8 @@ class Dense(Layer):
         out = self.runtime.empty((batch, self.n_out))
         self.kernels.forward(x, self.weight.value, self.bias.value, out,
                              self._activation.in_product)
-        if self.act == ACTIVATIONS["softmax"]:
+        if self.act == ACTIVATIONS["softmax"] and not self.kernels.softmax_in_forward(
+                self.n_out):
             self._softmax((batch,), None, out.data, np.int32(batch), np.int32(self.n_out))
         y, s = self._activation.apply(out)
         self.save_for_backward(x, y, s)

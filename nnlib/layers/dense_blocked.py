@@ -15,6 +15,9 @@ from .dense_params import (PRODUCTS, TUNE_SHAPE, TUNE_WIDTH, WIDE_TUNE_WIDTH, bu
                            candidates, default_params, shape_class, work_group)
 
 
+NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
+
+
 class BlockedDenseKernels:
     """The products of a dense layer in the blocked design. Their parameters (tile rows,
     vector width, loads by ``vloadN`` or by hand, ``fma`` or plain arithmetic, work-group
@@ -55,13 +58,19 @@ class BlockedDenseKernels:
             self._launchers[key] = (launcher, params, local)
         return self._launchers[key]
 
+    @staticmethod
+    def softmax_in_forward(n_out: int) -> bool:
+        """Whether :meth:`forward` applies softmax itself: to rows of at most NT_J outputs,
+        which one work-item holds whole (wider rows are left to the layer)."""
+        return n_out <= NT_J
+
     def forward(self, x, w, b, y, act: int):
-        """y = act(x w^T + b); softmax (act 5) is left to the layer."""
+        """y = act(x w^T + b); softmax (act 5) only where :meth:`softmax_in_forward`."""
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
         launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
-        grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, 4))
+        grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, NT_J))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
