@@ -51,6 +51,14 @@ K_BLOCK = {"input": 256, "weight": 64}
 NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
+def vectorises_across_work_items(rt) -> bool:
+    """A CPU whose OpenCL compiler prefers float vectors of width 1 (Intel's CPU runtime):
+    it runs neighbouring work-items in the lanes of one vector instruction, as a GPU runs a
+    warp, once it has split the kernel's own vectors into scalars. There gemm_tn's float4
+    tiles run many times faster written with fma() than with ``a * b + c``."""
+    return not rt.is_gpu and rt.vector_width == 1
+
+
 def default_params(rt, product: str, shape: str = "b64") -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
     (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
@@ -59,9 +67,11 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     then share their rows of dZ in the cache (5888 x 5888 from 640 rows: 1.7x faster on PoCL
     3.1, Zen 3). On a CPU a wide layer's forward takes tiles of 6 rows of x (CATCH's heads,
     640 x 5888 -> 5888: 1.6x faster than 2 rows, PoCL 3.1, Zen 4) and its input gradient
-    tiles of 32 columns with k-blocks of 1024 (1.1x)."""
+    tiles of 32 columns with k-blocks of 1024 (1.1x). A CPU whose compiler prefers scalar
+    code (:func:`vectorises_across_work_items`) gets fma()."""
     vw = vector_width(rt.vector_width, WIDTHS)
-    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 64 if rt.is_gpu else 16}
+    common = {"VW": vw, "VLOAD": 1, "FMA": int(vectorises_across_work_items(rt)),
+              "LOCAL": 64 if rt.is_gpu else 16}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
         return {"NT_I": 6 if wide_cpu else 2, **common}
@@ -86,7 +96,8 @@ def candidates(rt, product: str, shape: str) -> list:
     tile at twice the width (half, at the widest); for the gradients, the default without
     and with another local-memory k-block and with the work-groups in column order; for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
-    and of W); the default with fma() and with a work-group four times larger.
+    and of W); the default with fma() (without, where the default has it) and with a
+    work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
@@ -110,7 +121,7 @@ def candidates(rt, product: str, shape: str) -> list:
         out.append(dict(base, TN_ORDER=1))
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
-    out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
+    out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
