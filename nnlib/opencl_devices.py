@@ -104,6 +104,15 @@ def can_compile(device: cl.Device) -> bool:
     return _usable_cache[key]
 
 
+def kernel_names(program: cl.Program) -> str:
+    """The names of a built program's kernels, "" where it has none (Intel's runtime answers
+    INVALID_PROGRAM_EXECUTABLE when asked for the kernels of a program that has none)."""
+    try:
+        return program.kernel_names
+    except cl.LogicError:
+        return ""
+
+
 def _builds_natively(device: cl.Device, width: int) -> bool:
     """Whether ``kernels/widths.cl`` at vector width ``width`` builds into a program that
     has its kernel, with no "changes the ABI" warning in the build log."""
@@ -115,7 +124,7 @@ def _builds_natively(device: cl.Device, width: int) -> bool:
     except cl.Error:
         return False
     log = prg.get_build_info(device, cl.program_build_info.LOG)
-    return bool(prg.kernel_names) and "changes the ABI" not in log
+    return bool(kernel_names(prg)) and "changes the ABI" not in log
 
 
 def _device_id(device: cl.Device) -> str:
