@@ -23,8 +23,8 @@ GPU_DESELECT := tests/test_exercises.py::test_exercise_notebooks_run_and_say_not
 KERNEL_TESTS := tests/test_batches.py tests/test_dense.py tests/test_complex_conv.py tests/test_conv.py \
                 tests/test_fft.py tests/test_optim.py tests/test_fused.py tests/test_attention.py \
                 tests/test_softmax.py tests/test_transformer.py
-# Intel's CPU runtime (`make doctor INTEL=1`) runs the kernel tests and nbval on the notebooks
-# that teach devices, kernels and their speed: every notebook there would double the pass
+# Intel's CPU runtime (`make doctor INTEL=1`), as another device, runs the kernel tests and
+# nbval on the notebooks that teach devices, kernels and their speed only, to keep CI short
 INTEL_NOTEBOOKS := notebooks/00_devices.ipynb notebooks/01_dense_kernels.ipynb \
                    notebooks/03_cpu_vs_gpu.ipynb
 PLATFORM_NAME := import nnlib.runtime as r; print(r.find_device().platform.name)
