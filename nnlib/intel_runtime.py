@@ -46,8 +46,10 @@ def loader_dir() -> Path | None:
     return libs if any(libs.glob("libOpenCL*.so*")) else None
 
 
-def icd_file(folder: Path | None = None) -> Path | None:
-    folder = loader_dir() if folder is None else folder
+def icd_file() -> Path | None:
+    """The ICD file that makes the runtime visible here, None where pyopencl has no loader
+    folder of its own."""
+    folder = loader_dir()
     return None if folder is None else folder / ICD_NAME
 
 
