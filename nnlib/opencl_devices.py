@@ -235,6 +235,14 @@ class Limits:
     work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
     local_mem_size: int  # bytes of local memory per work-group
 
+    @property
+    def vectorises_across_work_items(self) -> bool:
+        """A CPU whose OpenCL compiler prefers float vectors of width 1 (Intel's CPU runtime):
+        it runs neighbouring work-items in the lanes of one vector instruction, as a GPU runs
+        a warp, once it has split the kernel's own vectors into scalars. A work-group of one
+        work-item gets vectors there only from the kernel's own vector types."""
+        return self.kind == "CPU" and self.vector_width == 1
+
 
 # NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar
 # float code (the 32-wide warps are the vectors), 1024 work-items per group, warps of 32,

@@ -570,6 +570,9 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # times faster written with `fma()` than with `a * b + c`, so on a CPU that prefers width 1
 # the default is `FMA=1` (the tuner tries both on every device; the work-group sizes it
 # tries, 16 and 64 work-items, and its scalar element-wise kernels suit such a compiler too).
+# The fused training kernel of the next section runs as one work-item on a CPU: a compiler
+# that vectorises across work-items finds no neighbours to fill its lanes with, so there it
+# is built with the widest vectors the compiler emits instead of the preferred width 1.
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion

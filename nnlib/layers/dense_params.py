@@ -51,14 +51,6 @@ K_BLOCK = {"input": 256, "weight": 64}
 NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
-def vectorises_across_work_items(rt) -> bool:
-    """A CPU whose OpenCL compiler prefers float vectors of width 1 (Intel's CPU runtime):
-    it runs neighbouring work-items in the lanes of one vector instruction, as a GPU runs a
-    warp, once it has split the kernel's own vectors into scalars. There gemm_tn's float4
-    tiles run many times faster written with fma() than with ``a * b + c``."""
-    return not rt.is_gpu and rt.vector_width == 1
-
-
 def default_params(rt, product: str, shape: str = "b64") -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs. A GPU
     (or the GPU profile) gets work-groups of 64 (a few warps); a CPU runs a work-group as one
@@ -67,10 +59,11 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     then share their rows of dZ in the cache (5888 x 5888 from 640 rows: 1.7x faster on PoCL
     3.1, Zen 3). On a CPU a wide layer's forward takes tiles of 6 rows of x (CATCH's heads,
     640 x 5888 -> 5888: 1.6x faster than 2 rows, PoCL 3.1, Zen 4) and its input gradient
-    tiles of 32 columns with k-blocks of 1024 (1.1x). A CPU whose compiler prefers scalar
-    code (:func:`vectorises_across_work_items`) gets fma()."""
+    tiles of 32 columns with k-blocks of 1024 (1.1x). A CPU whose compiler vectorises across
+    work-items (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4
+    tiles, split into scalars, run many times faster with fma() than with ``a * b + c``."""
     vw = vector_width(rt.vector_width, WIDTHS)
-    common = {"VW": vw, "VLOAD": 1, "FMA": int(vectorises_across_work_items(rt)),
+    common = {"VW": vw, "VLOAD": 1, "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 64 if rt.is_gpu else 16}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
