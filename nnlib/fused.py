@@ -42,14 +42,6 @@ class NetworkDoesNotFit(ValueError):
     """The network (or the batch) is too wide for one work-group's local memory."""
 
 
-def vector_width(rt) -> int:
-    """The kernel's VW: the device's preferred float width, but the widest it compiles
-    natively on a CPU that vectorises across work-items (preferred width 1): a CPU runs the
-    kernel as one work-item per work-group, which gets vectors there only from its own."""
-    return (rt.limits.widest_vector if rt.limits.vectorises_across_work_items
-            else rt.vector_width)
-
-
 def _rule(optimizer) -> str:
     if isinstance(optimizer, AdamMini) or not isinstance(optimizer, (SGD, Adam)):
         raise TypeError(f"FusedMLP supports SGD, Adam and AdamW, not {type(optimizer).__name__}")
@@ -88,7 +80,8 @@ class FusedMLP:
         self.net, self.optimizer, self.runtime = net, optimizer, net.runtime
         rt = self.runtime
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
-        options = (f"-DVW={vector_width(rt)}", f"-DRULE={RULES[self.rule]}")
+        # a CPU runs the kernel as one work-item per work-group: its vectors are its own
+        options = (f"-DVW={rt.limits.explicit_vector_width}", f"-DRULE={RULES[self.rule]}")
         self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options)
         self._options = options
         self._split = None  # (partial, apply) launchers, made when a batch is first split

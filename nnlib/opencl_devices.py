@@ -243,6 +243,14 @@ class Limits:
         work-item gets vectors there only from the kernel's own vector types."""
         return self.kind == "CPU" and self.vector_width == 1
 
+    @property
+    def explicit_vector_width(self) -> int:
+        """The float width of kernels whose work-items each update a run of elements (the
+        optimizers' element-wise updates, the fused training step): the preferred width, but
+        the widest native one on a CPU that vectorises across work-items, where those kernels
+        run many times faster with vectors of their own than as scalar work-items."""
+        return self.widest_vector if self.vectorises_across_work_items else self.vector_width
+
 
 # NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar
 # float code (the 32-wide warps are the vectors), 1024 work-items per group, warps of 32,
