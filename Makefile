@@ -15,13 +15,19 @@ NBVAL  := NNLIB_TUNE=0 $(PYTEST) --nbval --nbval-current-env \
 HOST_TESTS := tests/test_packaging.py tests/test_site.py tests/test_notebooks_sync.py \
               tests/test_notebook_outputs.py tests/test_benchmarks.py tests/test_oclgrind.py \
               tests/test_data.py tests/test_lab.py tests/test_benchmarks_all.py \
-              tests/test_browser.py tests/test_fuzz_checkpoint.py tests/test_nbgrader.py
+              tests/test_browser.py tests/test_fuzz_checkpoint.py tests/test_nbgrader.py \
+              tests/test_intel_runtime.py
 GPU_DESELECT := tests/test_exercises.py::test_exercise_notebooks_run_and_say_not_yet
 # Every kernel against its numpy reference: run again on each other device, where another
 # compiler may miscompile what the default one builds right (PyPI's PoCL and 16-lane floats)
 KERNEL_TESTS := tests/test_batches.py tests/test_dense.py tests/test_complex_conv.py tests/test_conv.py \
                 tests/test_fft.py tests/test_optim.py tests/test_fused.py tests/test_attention.py \
                 tests/test_softmax.py tests/test_transformer.py
+# Intel's CPU runtime (`make doctor INTEL=1`), as another device, runs the kernel tests and
+# nbval on the notebooks that teach devices, kernels and their speed only, to keep CI short
+INTEL_NOTEBOOKS := notebooks/00_devices.ipynb notebooks/01_dense_kernels.ipynb \
+                   notebooks/03_cpu_vs_gpu.ipynb
+PLATFORM_NAME := import nnlib.runtime as r; print(r.find_device().platform.name)
 
 # `make quick`: the core kernels against their numpy references, without nbval and without
 # the tests that build every tuning candidate (-k "not every_")
@@ -32,7 +38,7 @@ RUN_NOTEBOOKS := $(PY) tools/run_notebooks.py $(if $(filter-out 0,$(VERBOSE)),--
 # LAB_OPTS: extra options for JupyterLab, e.g. LAB_OPTS="--no-browser --port 8888 --ip 0.0.0.0"
 LAB_OPTS ?=
 
-.PHONY: workbook test quick lab setup setup-test doctor unit notebooks gpu-profile \
+.PHONY: workbook test quick lab setup setup-test doctor remove-intel unit notebooks gpu-profile \
         other-devices notebook exercises assignments browser trust site clean
 
 ## make workbook: set up, then execute every notebook in order into build/workbook/ (one
@@ -52,7 +58,7 @@ quick: setup doctor
 	$(PYTEST) -k "not every_" $(QUICK_TESTS)
 
 ## make other-devices: the kernel tests and nbval on every other device that compiles (e.g. a
-## second PoCL build)
+## second PoCL build; on Intel's CPU runtime nbval runs INTEL_NOTEBOOKS)
 
 ## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml); LAB_OPTS
 ## passes options to it, e.g. make lab LAB_OPTS="--no-browser --port 8888 --ip 0.0.0.0"
@@ -70,12 +76,20 @@ setup-test: $(PY)
 	$(PY) -m pip install -q -e ".[course,test]"
 
 ## make doctor: check that an OpenCL device can compile kernels; on Debian/Ubuntu as root,
-## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022)
+## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022),
+## else Intel's CPU runtime for OpenCL into .venv. `make doctor INTEL=1` installs Intel's
+## runtime in any case (`make remove-intel` removes it); doctor times every CPU device
 doctor:
-	@$(PY) -m nnlib.doctor || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	@$(PY) -m nnlib.doctor $(if $(filter 1,$(INTEL)),--install-intel) \
+	|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && echo "installing Debian's pocl-opencl-icd ..." \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null \
-	  && $(PY) -m nnlib.doctor; }
+	  && $(PY) -m nnlib.doctor; } \
+	|| $(PY) -m nnlib.doctor --install-intel
+
+## make remove-intel: uninstall Intel's CPU runtime from .venv and delete its ICD file
+remove-intel:
+	$(PY) -m nnlib.doctor --remove-intel
 
 unit: browser
 	$(PYTEST) tests
@@ -89,9 +103,12 @@ gpu-profile:
 
 other-devices:
 	@for ctx in $$($(PY) -m nnlib.doctor --others); do \
-	  echo "kernel tests and nbval on PYOPENCL_CTX=$$ctx"; \
+	  notebooks=notebooks/; \
+	  case "$$(PYOPENCL_CTX=$$ctx $(PY) -c "$(PLATFORM_NAME)")" in \
+	    Intel*) notebooks="$(INTEL_NOTEBOOKS)";; esac; \
+	  echo "kernel tests and nbval ($$notebooks) on PYOPENCL_CTX=$$ctx"; \
 	  PYOPENCL_CTX=$$ctx $(PYTEST) $(KERNEL_TESTS) || exit 1; \
-	  PYOPENCL_CTX=$$ctx $(NBVAL) notebooks/ || exit 1; \
+	  PYOPENCL_CTX=$$ctx $(NBVAL) $$notebooks || exit 1; \
 	done
 
 ## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it

@@ -5,16 +5,23 @@ make the fastest the default (stored beside the tuning results, see nnlib.tuning
 ``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
 real device that compiles kernels (``make test`` runs the notebooks on each of them too).
 
+``python -m nnlib.doctor --install-intel`` installs Intel's CPU runtime for OpenCL into the
+venv first (``make doctor INTEL=1``; ``make doctor`` does so by itself where no device
+compiles and Debian's PoCL cannot be installed), ``--remove-intel`` removes it
+(:mod:`nnlib.intel_runtime`); both then check the devices as above.
+
 Taught in notebooks/00_devices.
 """
 
+import argparse
 import sys
 import time
+import warnings
 
 import numpy as np
 import pyopencl as cl
 
-from . import tuning
+from . import intel_runtime, tuning
 from .runtime import (DeviceNotFoundError, NoPlatformError, Runtime, all_devices,
                       can_compile, devices, get_runtime, is_simulator, platforms)
 
@@ -57,7 +64,9 @@ def prefer_fastest_cpu() -> None:
         return
     tuning.set_mode("0")  # a quick comparison with default parameters, no search
     try:
-        figures = {_name(d): dense_step_s(d) for d in cpus}
+        with warnings.catch_warnings():  # Intel's compiler logs every build it vectorises
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            figures = {_name(d): dense_step_s(d) for d in cpus}
     finally:
         tuning.set_mode(None)
     for name, seconds in figures.items():
@@ -100,8 +109,34 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--others"]:
+def cli(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nnlib.doctor", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--others", action="store_true",
+                        help="print the PYOPENCL_CTX of every other device that compiles")
+    action.add_argument("--install-intel", action="store_true",
+                        help="install Intel's CPU runtime for OpenCL into this venv, then check")
+    action.add_argument("--remove-intel", action="store_true",
+                        help="remove Intel's CPU runtime from this venv, then check")
+    args = parser.parse_args(argv)
+    if args.others:
         print("\n".join(other_devices()))
-        sys.exit(0)
-    sys.exit(main())
+        return 0
+    try:
+        if args.install_intel:
+            print(f"nnlib doctor: installing Intel's CPU runtime for OpenCL "
+                  f"({' '.join(intel_runtime.PACKAGES)}) into this venv ...")
+            print(f"nnlib doctor: wrote {intel_runtime.install()}")
+        elif args.remove_intel:
+            removed = intel_runtime.remove()
+            print(f"nnlib doctor: removed Intel's CPU runtime "
+                  f"({', '.join(removed) or 'its ICD file'})")
+    except intel_runtime.IntelRuntimeError as err:
+        print(f"nnlib doctor: {err}")
+        return 1
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -86,7 +86,8 @@ class FusedMLP:
         self.net, self.optimizer, self.runtime = net, optimizer, net.runtime
         rt = self.runtime
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
-        options = (f"-DVW={rt.vector_width}", f"-DRULE={RULES[self.rule]}")
+        # a CPU runs the kernel as one work-item per work-group: its vectors are its own
+        options = (f"-DVW={rt.limits.explicit_vector_width}", f"-DRULE={RULES[self.rule]}")
         self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options)
         self._options = options
         self._split = None  # (partial, apply) launchers, made when a batch is first split

@@ -116,6 +116,15 @@ def can_compile(device: cl.Device) -> bool:
     return _usable_cache[key]
 
 
+def kernel_names(program: cl.Program) -> str:
+    """The names of a built program's kernels, "" where it has none (Intel's runtime answers
+    INVALID_PROGRAM_EXECUTABLE when asked for the kernels of a program that has none)."""
+    try:
+        return program.kernel_names
+    except cl.LogicError:
+        return ""
+
+
 def _builds_natively(device: cl.Device, width: int) -> bool:
     """Whether ``kernels/widths.cl`` at vector width ``width`` builds into a program that
     has its kernel, with no "changes the ABI" warning in the build log."""
@@ -127,7 +136,7 @@ def _builds_natively(device: cl.Device, width: int) -> bool:
     except cl.Error:
         return False
     log = prg.get_build_info(device, cl.program_build_info.LOG)
-    return bool(prg.kernel_names) and "changes the ABI" not in log
+    return bool(kernel_names(prg)) and "changes the ABI" not in log
 
 
 def _device_id(device: cl.Device) -> str:
@@ -167,7 +176,8 @@ NO_COMPILER_HINT = (
     "No OpenCL device on this machine can compile kernels. PoCL 3.0 from PyPI (LLVM 14) "
     "does not know CPUs newer than 2022 (its build log says \"unknown target CPU "
     "'generic'\"). Install a newer PoCL beside it: `sudo apt-get install pocl-opencl-icd` "
-    "(Debian/Ubuntu), or `conda install -c conda-forge pocl`; `make doctor` checks again."
+    "(Debian/Ubuntu), or `conda install -c conda-forge pocl`, or Intel's CPU runtime into "
+    "the venv (no root): `python -m nnlib.doctor --install-intel`; `make doctor` checks again."
 )
 
 
@@ -241,6 +251,22 @@ class Limits:
     work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
     local_mem_size: int  # bytes of local memory per work-group
     compute_units: int  # work-groups that run at once (cores of a CPU, a GPU's multiprocessors)
+
+    @property
+    def vectorises_across_work_items(self) -> bool:
+        """A CPU whose OpenCL compiler prefers float vectors of width 1 (Intel's CPU runtime):
+        it runs neighbouring work-items in the lanes of one vector instruction, as a GPU runs
+        a warp, once it has split the kernel's own vectors into scalars. A work-group of one
+        work-item gets vectors there only from the kernel's own vector types."""
+        return self.kind == "CPU" and self.vector_width == 1
+
+    @property
+    def explicit_vector_width(self) -> int:
+        """The float width of kernels whose work-items each update a run of elements (the
+        optimizers' element-wise updates, the fused training step): the preferred width, but
+        the widest native one on a CPU that vectorises across work-items, where those kernels
+        run many times faster with vectors of their own than as scalar work-items."""
+        return self.widest_vector if self.vectorises_across_work_items else self.vector_width
 
 
 # NNLIB_PROFILE=gpu: what a typical discrete GPU reports (NVIDIA since 2017, AMD RDNA): scalar

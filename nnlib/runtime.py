@@ -35,7 +35,7 @@ from .codes import build_defines
 from .opencl_devices import (  # noqa: F401  (public here since before the split)
     GPU_PROFILE, NO_COMPILER_HINT, POCL_HINT, PROFILES, DeviceNotFoundError,
     Limits, NoPlatformError, all_devices, can_compile, device_limits, devices, find_device,
-    is_simulator, max_work_group_from_env, platforms, profile_from_env)
+    is_simulator, kernel_names, max_work_group_from_env, platforms, profile_from_env)
 from .launcher import Launcher
 from .sources import kernel_dir, kernel_path, program_source, shown_path, source  # noqa: F401
 
@@ -121,7 +121,7 @@ class Runtime:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise self._build_error(topic, folder, "failed to build",
                                         f"{err}{hint}") from None
-            if not prg.kernel_names and self.signatures(topic, folder):
+            if not kernel_names(prg) and self.signatures(topic, folder):
                 # PoCL 3.0 returns such a program from its cache for code it miscompiled
                 raise self._build_error(topic, folder, "built into a program with no kernels",
                                         prg.get_build_info(self.device,

@@ -25,7 +25,9 @@
 # 3. time and GFLOP/s against width and batch, next to numpy and PyTorch, in one run;
 # 4. the roofline: when a kernel is bound by memory and when by arithmetic;
 # 5. threads, launch overhead and one training step kernel by kernel;
-# 6. when a GPU wins, and how this course checks its GPU code path without a GPU.
+# 6. when a GPU wins, and how this course checks its GPU code path without a GPU;
+# 7. autotuning, and three compilers on one CPU: explicit vectors against vectorisation
+#    across work-items (Intel's CPU runtime, as on a GPU).
 #
 # Every figure comes from `nnlib.bench` (the same code as the command-line benchmarks, at
 # small sizes so the notebook runs in under two minutes). Timings vary from run to run and
@@ -485,6 +487,105 @@ print("chosen kernel matches the reference, max |error| < 1e-5:",
 assert best_s <= max(t for _, t in search_results) and np.isfinite(best_s)
 
 # %% [markdown]
+# ## Three compilers on one CPU
+#
+# A device is hardware *and* a compiler. The same CPU can be driven by several OpenCL
+# implementations, and they do not turn a kernel into machine code the same way:
+#
+# * **Explicit vectors (PoCL, from PyPI or Debian).** PoCL runs a work-group as a loop over
+#   its work-items on one core and reports a preferred float width of 8 (AVX2) or 16
+#   (AVX-512). It is fast when each work-item does its own vector arithmetic: `float8` tiles
+#   loaded along contiguous rows, as in `gemm_nt` above, and few work-items per group.
+# * **Implicit vectorisation across work-items (Intel's CPU runtime, and every GPU).**
+#   Intel's runtime (`make doctor INTEL=1` adds it; it runs on AMD CPUs too) reports a
+#   preferred width of 1: it compiles each work-item as scalar code and runs 8 or 16
+#   neighbouring work-items in the lanes of one vector instruction, as a GPU runs a warp of
+#   32; vector types in the source are split into scalars first. Such a compiler is fast
+#   when neighbouring work-items (consecutive `get_global_id(0)`) read neighbouring
+#   addresses: one vector load serves them all, where scattered addresses cost a gather, one
+#   load per lane; a value that is the same for all of them is loaded once. It wants many
+#   work-items per group (multiples of its vector width, a GPU's warp) and branches that all
+#   lanes take the same way.
+#
+# The article's kernels and the blocked ones show the difference. In the article's input
+# and weight gradients neighbouring work-items read neighbouring floats (coalesced, in GPU
+# terms); in its forward pass they read different rows of W. The blocked kernels put the
+# vectors inside each work-item. Below, each product of a 512 -> 512 layer at batch 64 in
+# both designs, with the default parameters (no tuning), on every device that compiles on
+# the machine running this notebook (Oclgrind, the simulator, left out). The stored copy
+# was run on a machine without a GPU: no GPU was measured for it.
+
+# %% tags=["nbval-ignore-output"]
+import warnings
+
+import pyopencl as cl
+
+from nnlib.bench.common import interleaved_s
+from nnlib.bench.dense import product_runs
+from nnlib.runtime import Runtime, all_devices, can_compile, is_simulator
+
+
+def design_us(device, x, dy):
+    """µs per launch of each product in both designs on ``device``, and whether each
+    design's forward pass matches numpy there."""
+    runtime, runs, agree = Runtime(device), {}, []
+    for variant in ("seed", "fast"):
+        layer = nnlib.Dense(x.shape[1], dy.shape[1], "tanh", seed=5, variant=variant,
+                            runtime=runtime)
+        want = nnlib.reference.dense_forward(x, layer.weight.numpy(), layer.bias.numpy(),
+                                             "tanh")
+        agree.append(np.allclose(layer.forward(x).get(), want, atol=1e-4))
+        for product, (run, _) in product_runs(runtime, layer, x, dy,
+                                              layer.weight.numpy()).items():
+            runs[f"{product} ({variant})"] = run
+    return {k: s * 1e6 for k, s in interleaved_s(runs, repeat=5).items()}, all(agree)
+
+
+def label(device):
+    short = ("PoCL" if "Portable" in device.platform.name
+             else device.platform.name.replace("(R)", "").split()[0])
+    return f"{short} {'.'.join(device.driver_version.split('.')[:2])}"
+
+
+compilers = [d for d in all_devices() if not is_simulator(d) and can_compile(d)]
+x64, dy64 = (rng.standard_normal((64, 512)).astype(np.float32) for _ in range(2))
+tuning.set_mode("0")  # the same kernels (default parameters) on every device, no search
+try:
+    with warnings.catch_warnings():  # Intel's compiler logs every kernel it vectorises
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        by_device = {(label(d), d.preferred_vector_width_float): design_us(d, x64, dy64)
+                     for d in compilers}
+finally:
+    tuning.set_mode(None)
+print(f"{'µs per launch':18s}" + "".join(f"{f'{n} (width {w})':>26s}" for n, w in by_device))
+for key in next(iter(by_device.values()))[0]:
+    print(f"{key:18s}" + "".join(f"{us[key]:26.0f}" for us, _ in by_device.values()))
+if len(compilers) == 1:
+    print(f"Only one device compiles here ({label(compilers[0])}): `make doctor INTEL=1` "
+          "adds Intel's CPU runtime as a second column.")
+
+# %%
+assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
+
+# %% [markdown]
+# Read the rows across the columns. Where this was written (2 shared cores of an AMD EPYC,
+# PyPI's PoCL 3.0 beside Intel's runtime 2026.2), the article's gradients ran 3 to 6 times
+# faster on Intel's runtime than on PoCL: their coalesced reads are what a compiler that
+# vectorises across work-items builds its vectors from. The article's forward pass, whose
+# neighbouring work-items read different rows, gained nothing there (gathers). The blocked
+# kernels stayed the fastest on both compilers, by 4 to 25 times: a tile of accumulators in
+# registers pays whoever makes the vectors. What changed is how they must be written:
+# Intel's compiler splits the `float4` tiles of `gemm_tn` into scalars, and ran them many
+# times faster written with `fma()` than with `a * b + c`, so on a CPU that prefers width 1
+# the default is `FMA=1` (the tuner tries both on every device). Nor did it build vectors
+# from work-items everywhere: the optimizers' element-wise updates ran several times faster
+# with vectors of their own than as scalar work-items, and the fused training kernel of the
+# next section runs as one work-item on a CPU, with no neighbours to fill the lanes. So on a
+# CPU that prefers width 1, those kernels are built with the widest vectors its compiler
+# emits (`rt.limits.explicit_vector_width`). A preferred width is a hint, not a promise:
+# measure.
+
+# %% [markdown]
 # ## One launch for a whole training step: kernel fusion
 #
 # At batch 1 the layer-by-layer step above is a dozen launches, and each one costs more than
@@ -621,6 +722,8 @@ assert refused and fused.local_bytes(too_many) > rt.local_mem_size
 #   compiler can vectorize.
 # * Kernels read the device's limits from the runtime, never guess them; `NNLIB_PROFILE=gpu`
 #   runs the GPU's code paths on a CPU.
+# * A compiler is part of the device: PoCL wants vectors inside each work-item, Intel's CPU
+#   runtime (like a GPU) builds them from neighbouring work-items reading neighbouring floats.
 #
 # ## Exercises
 #

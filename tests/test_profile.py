@@ -1,6 +1,8 @@
 """The device limits view and NNLIB_PROFILE=gpu: a CPU device that reports a typical GPU's
 limits, so the code paths a GPU takes run (and are checked against numpy) without a GPU."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -8,13 +10,31 @@ import nnlib
 from nnlib import reference as ref
 from nnlib import fft, optim
 from nnlib.layers import conv, dense_params
-from nnlib.runtime import GPU_PROFILE, Runtime, profile_from_env
+from nnlib.runtime import GPU_PROFILE, Limits, Runtime, profile_from_env
 from nnlib.sizes import vector_width
 
 
 @pytest.fixture(scope="module")
 def gpu(rt):
     return Runtime(rt.device, profile="gpu")
+
+
+def test_a_cpu_that_vectorises_across_work_items_gets_its_own_vectors_and_fma():
+    """A CPU whose compiler prefers float width 1 (Intel's CPU runtime) builds the
+    element-wise and fused kernels with its widest native vectors and the dense gradients
+    with fma(); a CPU that prefers vectors, and a GPU, keep their preferred width and a * b + c.
+    """
+    common = {"widest_vector": 16, "max_work_group_size": 8192, "work_group_multiple": 128,
+              "local_mem_size": 256 * 1024}
+    for kind, width, own, fma in [("CPU", 1, 16, 1), ("CPU", 8, 8, 0), ("GPU", 1, 1, 0)]:
+        limits = Limits(kind=kind, vector_width=width, **common)
+        assert limits.vectorises_across_work_items == (own != width)
+        assert limits.explicit_vector_width == own
+        fake = SimpleNamespace(limits=limits, vector_width=width, is_gpu=kind == "GPU")
+        assert optim.default_params(fake)["VW"] == own
+        for product in dense_params.PRODUCTS:
+            assert dense_params.default_params(fake, product)["FMA"] == fma
+            assert {c["FMA"] for c in dense_params.candidates(fake, product, "b64")} == {0, 1}
 
 
 def test_unknown_profile_is_a_clear_error(monkeypatch, rt):

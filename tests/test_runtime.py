@@ -27,7 +27,9 @@ def test_default_device_is_never_the_simulator(monkeypatch):
 def test_device_by_argument_and_by_pyopencl_ctx(monkeypatch, rt):
     name = rt.device.name.strip()
     assert runtime.find_device(rt.device) is rt.device
-    assert runtime.find_device(name[:8]).name.strip().startswith(name[:8])
+    # the first device whose name holds the part (Intel's runtime calls this CPU "AMD EPYC",
+    # PoCL "pthread-AMD EPYC")
+    assert name[:8] in runtime.find_device(name[:8]).name
     platforms = runtime.platforms()
     index = next(i for i, p in enumerate(platforms) if p == rt.device.platform)
     device_index = platforms[index].get_devices().index(rt.device)

@@ -146,6 +146,9 @@ def serve(conn, simulate: bool, parent: int, printed: str) -> None:
     os.dup2(out, 1)  # what the student's code prints goes to the report, not the caller
     if simulate:
         from ..runtime import use_device
+        # Oclgrind stops reporting after 1000 errors in a process: a long-lived worker would
+        # then pass a faulty kernel silently
+        os.environ["OCLGRIND_MAX_ERRORS"] = "1000000000"
         use_device("oclgrind")
     while True:
         try:

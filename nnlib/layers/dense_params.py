@@ -57,9 +57,12 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     CPU walks its work-groups along the columns first (TN_ORDER 1): consecutive work-groups
     then share their rows of dZ in the cache. On a CPU a wide layer's forward takes tiles of
     6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
-    columns with k-blocks of 1024."""
+    columns with k-blocks of 1024. A CPU whose compiler vectorises across work-items
+    (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4 tiles,
+    split into scalars, need it to be fast."""
     vw = vector_width(rt.vector_width, WIDTHS)
-    common = {"VW": vw, "VLOAD": 1, "FMA": 0, "LOCAL": 2 * rt.work_group_multiple}
+    common = {"VW": vw, "VLOAD": 1, "FMA": int(rt.limits.vectorises_across_work_items),
+              "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
         return {"NT_I": 6 if wide_cpu else 2, **common}
@@ -84,7 +87,8 @@ def candidates(rt, product: str, shape: str) -> list:
     tile at twice the width (half, at the widest); for the gradients, the default without
     and with another local-memory k-block and with the work-groups in column order; for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
-    and of W); the default with fma() and with a work-group four times larger.
+    and of W); the default with fma() (without, where the default has it) and with a
+    work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     if product == "weight":  # rows of dW (n_out), whatever the batch
@@ -108,7 +112,7 @@ def candidates(rt, product: str, shape: str) -> list:
         out.append(dict(base, TN_ORDER=1))
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
-    out += [dict(base, FMA=1), dict(base, LOCAL=4 * base["LOCAL"])]
+    out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
