@@ -112,7 +112,7 @@ MISTAKES = {
         ("float2 t = (float2)(w.x * b.x - w.y * b.y, w.x * b.y + w.y * b.x);",
          "float2 t = (float2)(w.x * b.x + w.y * b.y, w.x * b.y - w.y * b.x);",
          "conjugating it gives the inverse"),
-        ("tw[k * (n / (2 * s))]", "tw[k]", "the twiddle index is k n / (2s)"),
+        ("tw[k * (n / (2 * s))]", "tw[k]", "the twiddle index is k * n / (2 * s)"),
         ("float2 t = (float2)(w.x * b.x - w.y * b.y, w.x * b.y + w.y * b.x);", "float2 t = b;",
          "no twiddle"),
         ("    if (j >= n / 2)\n        return;\n", "", PAST_END),

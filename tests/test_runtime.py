@@ -170,7 +170,7 @@ def test_use_kernels_builds_the_layers_from_a_folder(tmp_path, rng):
     x = rng.standard_normal((3, 5)).astype(np.float32)
 
     def forward():
-        layer = nnlib.Dense(5, 4, seed=1, variant="seed", runtime=rt)
+        layer = nnlib.Dense(5, 4, seed=1, variant="article", runtime=rt)
         layer.bias.value.set(np.ones(4, np.float32))
         return layer.forward(rt.to_device(x)).get(), layer.weight.numpy()
 

@@ -685,11 +685,11 @@ _puzzle(
         "tw holds exp(-2 pi i m / n): multiply by w as it is (conjugating it gives the inverse "
         "transform's stage)": _butterfly_with(p, lambda k, n, s: np.conj(
             ref.twiddles(n)[k * (n // (2 * s))])),
-        "the twiddle index is k n / (2s), not k": _butterfly_with(
+        "the twiddle index is k * n / (2 * s), not k": _butterfly_with(
             p, lambda k, n, s: ref.twiddles(n)[k]),
-        "no twiddle: multiply src[i1] by w = tw[k n / (2s)]": _butterfly_with(
+        "no twiddle: multiply src[i1] by w = tw[k * n / (2 * s)]": _butterfly_with(
             p, lambda k, n, s: 1.0)},
-    hint="k = j mod s, i0 = (j / s) 2s + k, i1 = i0 + s, w = tw[k n / (2s)]",
+    hint="k = j mod s, i0 = 2 * s * (j / s) + k, i1 = i0 + s, w = tw[k * n / (2 * s)]",
     hints=("Work-item j owns one butterfly: two inputs s apart, two outputs at the same places.",
            "k = j % s; i0 = (j / s) * 2 * s + k; i1 = i0 + s; w = tw[k * (n / (2 * s))]; t = w "
            "src[i1] (complex product); dst[i0] gets src[i0] + t, dst[i1] gets src[i0] - t."),

@@ -3,7 +3,7 @@
 
 // butterfly: n is a power of two, s the half-span of this stage (1, 2, 4, ... n/2); the
 // twiddle table tw holds tw[m] = exp(-2 pi i m / n) for m < n/2. Work-item j < n/2 owns
-// one butterfly: k = j mod s, i0 = (j / s) 2s + k, i1 = i0 + s, w = tw[k n / (2s)]:
+// one butterfly: k = j mod s, i0 = 2 * s * (j / s) + k, i1 = i0 + s, w = tw[k * n / (2 * s)]:
 //     dst[i0] = src[i0] + w src[i1],   dst[i1] = src[i0] - w src[i1].
 kernel void puzzle_butterfly(global const float2 *src, global float2 *dst,
                              global const float2 *tw, int n, int s)
