@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nnlib import exercises
 from nnlib.runtime import kernel_dir
@@ -180,3 +182,16 @@ def test_a_pool_worker_is_told_why_checks_cannot_run_there():
         report = pool.map(_check_in_pool, [0])[0]
     assert "checks cannot run inside a multiprocessing.Pool worker" in report, report
     assert "ProcessPoolExecutor" in report
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6),
+                 st.floats(allow_nan=True, allow_infinity=True), st.complex_numbers(),
+                 st.lists(st.floats(allow_nan=True), max_size=4), st.binary(max_size=4),
+                 st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)))
+def test_any_value_a_function_returns_gets_a_verdict(value):
+    # no returned value is the AUC-ROC of all four cases at once: every one is "not yet", in
+    # a report, never a traceback or an escaped exception
+    verdict = exercises.check_auc_roc(lambda labels, scores: value)
+    assert not verdict and verdict.report.startswith("check_auc_roc: not yet."), verdict.report
+    assert "Traceback" not in verdict.report

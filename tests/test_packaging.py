@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .tools import load_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -58,3 +60,26 @@ def test_installed_wheel_runs_a_kernel(wheel, tmp_path):
                          text=True, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "(1, 2)"
+
+
+@pytest.mark.slow
+def test_installed_wheel_holds_no_answer_but_nnlib_kernels(wheel, tmp_path):
+    # The puzzles' and the notebooks' solutions are in no file of the installed wheel; the
+    # answers of the exercises cut into nnlib's own kernels may stand only in nnlib/kernels/
+    # (the library runs them).
+    make_exercises = load_tool("make_exercises")
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    everything = make_exercises.solution_lines()
+    in_kernels = make_exercises.solution_lines(notebook_dir=tmp_path / "none",
+                                               puzzle_dir=tmp_path / "none")
+    answers = everything - in_kernels
+    assert len(answers) > 50  # the puzzles' and notebooks' lines, not a handful
+    installed = [p for p in target.rglob("*") if p.is_file() and p.suffix in (".py", ".cl", ".h")]
+    assert installed
+    for path in installed:
+        text = path.read_text(errors="replace")
+        leaks = [line for line in (everything if "kernels" not in path.parts else answers)
+                 if line in text]
+        assert not leaks, f"{path.relative_to(target)} holds {leaks[:3]}"

@@ -180,14 +180,14 @@ def exercise_notebook(path: Path, kernels: str = "../kernels", strip: bool = Tru
     return nb
 
 
-def solution_lines(notebook_dir: Path = ROOT / "notebooks",
-                   kernel_dir: Path = ROOT / "kernels") -> set[str]:
+def solution_lines(notebook_dir: Path = ROOT / "notebooks", kernel_dir: Path = ROOT / "kernels",
+                   puzzle_dir: Path = PUZZLE_DIR) -> set[str]:
     """Every code line of a solution (a region, a hidden test, a blanked kernel body) that
     neither the exercise versions nor nnlib's other kernel files (which the course prints)
     hold: none of them may reach a student."""
     removed, kept = set(), set()
     pairs = [(p.read_text(), t) for p, t in _exercise_files(kernel_dir)
-             + _exercise_files(PUZZLE_DIR)]
+             + _exercise_files(puzzle_dir)]
     pairs += [(p.read_text(), strip_solutions(p.read_text(), "#", str(p), True)[0])
               for p in notebooks(notebook_dir)]
     exercises = {path for path, _ in _exercise_files(kernel_dir)}

@@ -20,7 +20,8 @@ from .verdicts import Case, Verdict, verdict
 
 @exercise("00_devices", points=2, kernel=True, hints=(
     "The global size is rounded up to whole work-groups: some work-items have no element.",
-    "i = get_global_id(0); if (i < n) out[i] = a[i] + b[i];"))
+    "work-item i = get_global_id(0) writes out[i] = a[i] + b[i] when i < n, and does "
+    "nothing otherwise."))
 def check_vector_add(folder) -> Verdict:
     """``vector_add(a, b, out, n)`` in ``<folder>/vector.cl``: out = a + b."""
     def cases():
@@ -42,7 +43,8 @@ def check_vector_add(folder) -> Verdict:
 
 @exercise("00_devices", points=2, kernel=True, hints=(
     "Like vector_add, one element per work-item; alpha arrives as a float argument.",
-    "i = get_global_id(0); if (i < n) out[i] = alpha * a[i];"))
+    "work-item i = get_global_id(0) writes out[i] = alpha a[i] when i < n, and does nothing "
+    "otherwise."))
 def check_vector_scale(folder) -> Verdict:
     """``vector_scale(a, out, alpha, n)`` in ``<folder>/vector.cl``: out = alpha * a."""
     def cases():
