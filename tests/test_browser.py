@@ -129,7 +129,7 @@ def lab(tmp_path_factory):
     home = tmp_path_factory.mktemp("lab")
     shutil.copytree(ROOT / "notebooks", home / "notebooks",
                     ignore=shutil.ignore_patterns("*.py", "__pycache__", ".ipynb_checkpoints"))
-    for folder in ("kernels", "data"):
+    for folder in ("kernels", "data", "puzzles"):
         (home / folder).symlink_to(ROOT / folder)
     news = home / "settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)

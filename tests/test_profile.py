@@ -25,12 +25,14 @@ def test_a_cpu_that_vectorises_across_work_items_gets_its_own_vectors_and_fma():
     with fma(); a CPU that prefers vectors, and a GPU, keep their preferred width and a * b + c.
     """
     common = {"widest_vector": 16, "max_work_group_size": 8192, "work_group_multiple": 128,
-              "local_mem_size": 256 * 1024}
+              "local_mem_size": 256 * 1024, "max_work_item_sizes": (8192, 8192, 8192),
+              "compute_units": 2}
     for kind, width, own, fma in [("CPU", 1, 16, 1), ("CPU", 8, 8, 0), ("GPU", 1, 1, 0)]:
         limits = Limits(kind=kind, vector_width=width, **common)
         assert limits.vectorises_across_work_items == (own != width)
         assert limits.explicit_vector_width == own
-        fake = SimpleNamespace(limits=limits, vector_width=width, is_gpu=kind == "GPU")
+        fake = SimpleNamespace(limits=limits, vector_width=width, is_gpu=kind == "GPU",
+                               work_group_multiple=limits.work_group_multiple)
         assert optim.default_params(fake)["VW"] == own
         for product in dense_params.PRODUCTS:
             assert dense_params.default_params(fake, product)["FMA"] == fma
