@@ -5,15 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
-from .harness import (
-    Output,
-    guard,
-    launch,
-    new_rng,
-    student_kernel,
-    to_device,
-    wide,
-)
+from .harness import Output, guard, launch, new_rng, student_kernel, to_device, wide
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict
 

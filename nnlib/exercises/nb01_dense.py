@@ -9,15 +9,7 @@ import numpy as np
 from .. import reference as ref
 from ..activations import DERIVATIVE_FORMULAS, FROM_Y
 from ..codes import ACTIVATIONS, LOSSES
-from .harness import (
-    Output,
-    guard,
-    launch,
-    new_rng,
-    student_kernel,
-    to_device,
-    wide,
-)
+from .harness import (Output, guard, launch, new_rng, student_kernel, to_device, wide)
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict
 

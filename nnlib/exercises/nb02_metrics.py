@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import (
-    call_student,
-    expect_function,
-    new_rng,
-)
+from .harness import (call_student, expect_function, new_rng)
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict
 

@@ -8,16 +8,8 @@ from .. import reference as ref
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
 from . import budget
-from .harness import (
-    Output,
-    call_student,
-    expect_function,
-    guard,
-    new_rng,
-    student_kernel,
-    to_device,
-    wide,
-)
+from .harness import (Output, call_student, expect_function, guard, new_rng, student_kernel,
+                      to_device, wide)
 from .nb01_dense import dense_case
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict

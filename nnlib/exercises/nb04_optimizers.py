@@ -7,15 +7,7 @@ import numpy as np
 from .. import reference as ref
 from ..runtime import get_runtime
 from ..sizes import ceil_div
-from .harness import (
-    Output,
-    guard,
-    launch,
-    new_rng,
-    student_kernel,
-    to_device,
-    wide,
-)
+from .harness import (Output, guard, launch, new_rng, student_kernel, to_device, wide)
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict
 

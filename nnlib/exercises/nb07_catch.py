@@ -6,16 +6,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..codes import FINITE_FILL
-from .harness import (
-    LARGE_LOGITS,
-    Output,
-    guard,
-    launch,
-    new_rng,
-    student_kernel,
-    to_device,
-    wide,
-)
+from .harness import (LARGE_LOGITS, Output, guard, launch, new_rng, student_kernel, to_device, wide)
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict
 
