@@ -8,7 +8,7 @@ from .. import reference as ref
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
 from . import budget
-from .harness import (Output, call_student, expect_function, guard, new_rng, student_kernel,
+from .harness import (Output, call_student, expect_function, guard, launch, new_rng, student_kernel,
                       to_device, wide)
 from .nb01_dense import dense_case
 from .registry import exercise
@@ -51,18 +51,15 @@ _DENSE_PARAMS = ("x", "w", "bias", "y", "batch", "n_in", "n_out", "act")
 BLOCK = 4  # the R of kernels/blocked.cl: outputs per work-item along each dimension
 
 
-def _blocked_launch(kernel, x, w, b, act="tanh"):
-    """``kernel`` (dense_forward_blocked's signature) over R x R blocks; returns (y, event)."""
+def _blocked_launch(kernel, x, w, b, act="tanh") -> Output:
+    """``kernel`` (dense_forward_blocked's signature) over R x R blocks; returns y."""
     (batch, n_in), n_out = x.shape, w.shape[0]
     grid = (ceil_div(n_out, BLOCK), ceil_div(batch, BLOCK))
     y = Output((batch, n_out), BLOCK * BLOCK * guard(grid))
-    limit = kernel.work_group_size
-    local = (min(16, limit), max(1, min(4, limit // 16)))
-    event = kernel(grid, local, to_device(x).data, to_device(w).data, to_device(b).data,
-                   y.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out),
-                   np.int32(ACTIVATIONS[act]))
-    event.wait()
-    return y, event
+    launch(kernel, grid, to_device(x).data, to_device(w).data, to_device(b).data,
+           y.array.data, np.int32(batch), np.int32(n_in), np.int32(n_out),
+           np.int32(ACTIVATIONS[act]))
+    return y
 
 
 @exercise("03_cpu_vs_gpu", points=2, kernel=True, hints=(
@@ -85,7 +82,7 @@ def check_dense_forward_blocked(folder) -> Verdict:
             b = rng.standard_normal(n_out).astype(np.float32)
 
             def run(x=x, w=w, b=b, act=act):
-                return _blocked_launch(kernel, x, w, b, act)[0].get("y")
+                return _blocked_launch(kernel, x, w, b, act).get("y")
             z = x @ w.T
             yield Case(f"batch {batch}, {n_in} -> {n_out}, {act}", run,
                        ref.dense_forward(x, w, b, act), "y",
