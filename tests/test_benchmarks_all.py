@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nnlib.bench import all as bench_all
-from nnlib.bench import common, goals
+from nnlib.bench import catch_speed, common, goals
 from nnlib.bench import complex as bench_complex
 from nnlib.bench.common import stored_results
 from nnlib.bench.roofline import GPUS, dense_intensity, roof
@@ -142,6 +142,7 @@ def test_the_command_runs_each_benchmark_and_names_no_local_folder(tmp_path, mon
                 [*official_of(bench), "--quick-run"], [*official_of(bench), "--full-run"])
         for bench, (module, *_) in bench_all.RUNS.items()})
     official = str(tmp_path / "CATCH")
+    monkeypatch.setattr(catch_speed, "official_classes", lambda path: None)  # a checkout
     result = bench_all.main(["--store", "--folder", str(tmp_path), "--official-path", official])
     with_path = [*bench_all.CATCH_OFFICIAL[:3], official]
     assert calls == [(bench, [*(with_path if bench == "catch_speed" else []), "--full-run"])
@@ -157,6 +158,15 @@ def test_the_command_runs_each_benchmark_and_names_no_local_folder(tmp_path, mon
     assert all(argv == ["--quick-run"] for _, argv in calls)
     [catch] = [r for r in result["goals"] if r["goal"] == "catch"]
     assert catch["status"] == "not measured" and "--official-path" in catch["note"]
+
+
+def test_a_folder_without_the_official_catch_is_refused_before_any_benchmark(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench_all, "RUNS", {})
+    with pytest.raises(SystemExit):
+        bench_all.main(["--official-path", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "--official-path" in err and "CATCH_model.py" in err
 
 
 @pytest.mark.slow

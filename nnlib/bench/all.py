@@ -189,6 +189,12 @@ def main(argv=None) -> dict:
                         "also time CATCH against it")
     parser.add_argument("--folder", type=Path, default=STORED, help="where --store writes")
     args = parser.parse_args(argv)
+    if args.official_path:  # before the benchmarks' minutes, not after them
+        from .catch_speed import official_classes
+        try:
+            official_classes(args.official_path)
+        except (FileNotFoundError, ImportError) as err:
+            parser.error(f"--official-path: {err}")
     result = run(args.quick, args.official_path)
     print("\n" + goals.format_table(result["meta"], result["goals"]))
     if args.store:
