@@ -23,25 +23,15 @@ import json
 import platform
 import re
 import shlex
-import sys
 from pathlib import Path
-from unittest import mock
 
 import pyopencl as cl
 
 from . import catch, dense, goals, launch, seed_experiment, train_step
+from . import complex as bench_complex
 from .common import STORED, cpu_model, shown
 
 OFFICIAL = "DIR"  # the official CATCH checkout in RUNS and in the commands printed and stored
-
-
-def complex_main(argv: list) -> list:
-    """nnlib.bench.complex's rows (its main reads sys.argv and returns nothing)."""
-    from . import complex as bench_complex
-
-    with mock.patch.object(sys, "argv", ["nnlib.bench.complex", *argv]):
-        bench_complex.main()
-    return json.loads(bench_complex.OUT.read_text())["results"]
 
 
 # CATCH at the course's sizes: the official defaults (210 M parameters) take minutes a batch
@@ -59,7 +49,7 @@ RUNS = {
     "seed_experiment": ("seed_experiment", seed_experiment.main,
                         ["--samples", "20", "--epochs", "1"],
                         ["--samples", "2000", "--batch", "64", "--epochs", "3"]),
-    "complex": ("complex", complex_main, ["--quick", "--repeat", "1"], ["--repeat", "7"]),
+    "complex": ("complex", bench_complex.main, ["--quick", "--repeat", "1"], ["--repeat", "7"]),
     "catch_speed": ("catch", catch.main,
                     [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "1", "--threads", "2"],
                     [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "10", "--threads", "2"]),
