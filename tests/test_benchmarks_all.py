@@ -44,7 +44,7 @@ def test_a_stored_file_is_drawn_beside_the_live_figures(tmp_path):
     plt.close(fig)
 
 
-CPU_META = dict(META, type="CPU", device="pthread-AMD EPYC", cpu="AMD EPYC 9R14",
+CPU_META = dict(META, type="CPU", device="pthread-AMD EPYC", cpu="AMD EPYC 9R14", isa="AVX-512",
                 platform="Portable Computing Language", driver="3.0-rc2")
 
 
@@ -55,7 +55,7 @@ def test_file_names_name_the_device_and_the_profile():
     pypi = bench_all.file_name(CPU_META)
     debian = bench_all.file_name(dict(CPU_META, device="pthread-skylake-avx512-AMD EPYC",
                                       driver="3.1+debian"))
-    assert pypi == "amd-epyc-9r14-portable-computing-language-3-0-rc2.json"
+    assert pypi == "amd-epyc-9r14-avx-512-portable-computing-language-3-0-rc2.json"
     assert debian != pypi  # two PoCL builds on one CPU keep a file each
 
 

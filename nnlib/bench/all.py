@@ -106,11 +106,12 @@ def slug(text: str) -> str:
 
 def file_name(meta: dict) -> str:
     """``<device>.json`` for a GPU (``nvidia-geforce-rtx-4090.json``); for a CPU device the
-    CPU model, the OpenCL platform and its driver, so that two OpenCL builds on one CPU
-    (Debian's and PyPI's PoCL) keep a file each (``amd-epyc-portable-computing-language-3-1-
-    debian.json``); ``-gpu-profile`` added under NNLIB_PROFILE=gpu."""
+    CPU model, its vector ISA (a virtual machine may name only "AMD EPYC"), the OpenCL
+    platform and its driver, so that two OpenCL builds on one CPU (Debian's and PyPI's PoCL)
+    keep a file each (``amd-epyc-avx-512-portable-computing-language-3-1-debian.json``);
+    ``-gpu-profile`` added under NNLIB_PROFILE=gpu."""
     if meta["type"] == "CPU":
-        name = "-".join(slug(meta[k]) for k in ("cpu", "platform", "driver"))
+        name = "-".join(slug(meta[k]) for k in ("cpu", "isa", "platform", "driver"))
     else:
         name = slug(meta["device"])
     return f"{name or 'device'}{'-gpu-profile' if meta['profile'] == 'gpu' else ''}.json"
