@@ -73,17 +73,21 @@ setup: $(PY)
 setup-test: $(PY)
 	$(PY) -m pip install -q -e ".[course,test]"
 
-## make doctor: check that an OpenCL device can compile kernels; on Debian/Ubuntu as root,
-## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022),
-## else Intel's CPU runtime for OpenCL into .venv. `make doctor INTEL=1` installs Intel's
-## runtime in any case, INTEL=auto where it can be had (`make remove-intel` removes it);
-## doctor times every CPU device and makes the fastest the default
+## make doctor: on Debian/Ubuntu as root, first install Debian's PoCL beside PyPI's (once; a
+## second PoCL build, often the faster; POCL=0 skips it, `apt-get remove pocl-opencl-icd`
+## undoes it); then check that an OpenCL device compiles kernels, else install Intel's CPU
+## runtime for OpenCL into .venv. `make doctor INTEL=1` installs Intel's runtime in any case,
+## INTEL=auto where it can be had (`make remove-intel` removes it). Doctor times every CPU
+## device and makes the fastest the default
 doctor:
+	@if [ "$(POCL)" != 0 ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && ! dpkg -s pocl-opencl-icd >/dev/null 2>&1; then \
+	  echo "nnlib doctor: installing Debian's PoCL (apt-get install pocl-opencl-icd) to time it beside PyPI's;" \
+	       "apt-get remove pocl-opencl-icd removes it, make doctor POCL=0 skips this"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null; } \
+	  || echo "nnlib doctor: apt-get failed; going on without Debian's PoCL"; \
+	fi
 	@$(PY) -m nnlib.doctor $(if $(filter 1,$(INTEL)),--install-intel,$(if $(filter auto,$(INTEL)),--offer-intel)) \
-	|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-	  && echo "installing Debian's pocl-opencl-icd ..." \
-	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null \
-	  && $(PY) -m nnlib.doctor; } \
 	|| $(PY) -m nnlib.doctor --install-intel
 
 ## make remove-intel: uninstall Intel's CPU runtime from .venv and delete its ICD file
