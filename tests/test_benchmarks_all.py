@@ -108,6 +108,7 @@ def test_the_goal_table_has_a_row_per_measured_case_with_its_target():
         ("train_step", "batch 1"): (0.5, "NOT met"),
         ("fit_batch_1", "per-sample epoch"): (6.0, "met"),  # the faster path: fused
         ("fit_mini_batch", "mini-batch epoch"): (0.7, "NOT met"),  # layer by layer
+        ("layers_mini_batch", "mini-batch epoch"): (0.7, "NOT met"),
         ("fft", "(local), n=24"): (2.0, "met"),
         ("fft", "(global), n=1000"): (0.5, "NOT met"),
         ("complex_conv", "forward, B4"): (3.0, "met"),

@@ -29,18 +29,19 @@ def train_step_cases(rows: list, device: dict) -> list:
             for r in rows]
 
 
-def fit_cases(mode: str) -> Callable:
+def fit_cases(mode: str, path: str | None = None) -> Callable:
     """``net.fit``'s epoch in ``mode`` ("per_sample" or "mini_batch") over single-threaded
-    numpy, on ``device`` only: the faster of fit's two paths, the one fit itself chooses
-    (nnlib.fit_path)."""
+    numpy, on ``device`` only: on ``path`` ("fused" or "layers"), or (None) the faster of the
+    two, the one fit itself chooses (nnlib.fit_path)."""
     def cases(rows, device):
         out = []
         for r in rows:
             if (r["device"].strip(), r["platform"].strip()) == (device["device"],
                                                                 device["platform_version"]):
-                path = max(("fused", "layers"), key=lambda p: r[f"{mode}_{p}_vs_numpy"])
-                out.append((f"{mode.replace('_', '-')} epoch", r[f"{mode}_{path}_vs_numpy"],
-                            f"{path} path"))
+                chosen = path or max(("fused", "layers"),
+                                     key=lambda p: r[f"{mode}_{p}_vs_numpy"])
+                out.append((f"{mode.replace('_', '-')} epoch", r[f"{mode}_{chosen}_vs_numpy"],
+                            f"{chosen} path"))
         return out
     return cases
 
@@ -80,6 +81,8 @@ GOALS = (
          "numpy, 1 thread", 5.0, "seed_experiment", fit_cases("per_sample")),
     Goal("fit_mini_batch", "net.fit, mini-batch (nnlib.bench.seed_experiment)",
          "numpy, 1 thread", 1.0, "seed_experiment", fit_cases("mini_batch")),
+    Goal("layers_mini_batch", "net.fit(fused=False), mini-batch: the layer-by-layer path",
+         "numpy, 1 thread", 1.0, "seed_experiment", fit_cases("mini_batch", "layers")),
     Goal("fft", "FFT, at every length", "numpy.fft", 1.0, "complex", complex_cases("fft")),
     Goal("complex_conv", "complex convolution", "numpy (BLAS)", 2.0, "complex",
          complex_cases("complex conv")),
