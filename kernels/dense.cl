@@ -117,6 +117,7 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define FMA 0
 #endif
 #include "floatv.h"
+#include "activation_vector.h"
 #if VW < 4
 #error "VW must be 4, 8 or 16"
 #endif
@@ -346,8 +347,10 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
         #pragma unroll
         for (int v = 0; v < TN_V; ++v) {
             size_t o = (size_t)(r0 + r) * ncols + c0 + v * VW;
-            if (y == 0 && c0 + (v + 1) * VW <= ncols) {  // a whole vector
+            if (c0 + (v + 1) * VW <= ncols) {  // a whole vector
                 floatv out = acc[r][v];
+                if (y != 0)
+                    out *= activate_gradv(LOADV(y + o), act);
                 if (accumulate)
                     out += LOADV(c + o);
                 STOREV(out, c + o);
