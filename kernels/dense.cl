@@ -72,7 +72,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   forward  Y  = act(X W^T + b)          gemm_nt: X and W both walk along k (dot products)
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
-//   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated)
+//   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated); or P = the
+//            rows of dZ^T, made by transpose first (the launch parameter DZT): P's columns
+//            then lie along rows, which the cache keeps better than a column of dZ
 // The best tile depends on the device and its compiler, so these are build options that
 // nnlib/layers/dense_params.py chooses per device by measuring (nnlib/tuning.py):
 //   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
@@ -115,6 +117,7 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define FMA 0
 #endif
 #include "floatv.h"
+#include "activation_vector.h"
 #if VW < 4
 #error "VW must be 4, 8 or 16"
 #endif
@@ -344,8 +347,13 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
         #pragma unroll
         for (int v = 0; v < TN_V; ++v) {
             size_t o = (size_t)(r0 + r) * ncols + c0 + v * VW;
-            if (y == 0 && c0 + (v + 1) * VW <= ncols) {  // a whole vector
-                STOREV(accumulate ? LOADV(c + o) + acc[r][v] : acc[r][v], c + o);
+            if (c0 + (v + 1) * VW <= ncols) {  // a whole vector
+                floatv out = acc[r][v];
+                if (y != 0)
+                    out *= activate_gradv(LOADV(y + o), act);
+                if (accumulate)
+                    out += LOADV(c + o);
+                STOREV(out, c + o);
             } else if (c0 + v * VW < ncols) {
                 float out[VW];
                 STOREV(acc[r][v], out);
@@ -394,4 +402,30 @@ kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const
 {
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, panel);
+}
+
+// dst = src^T, src (rows x cols) and dst (cols x rows) row-major: the rows of dZ^T for the
+// weight gradient (DZT above). One work-item per block of 4 x 4 values, read as four float4
+// rows of src and written as four float4 rows of dst (a partial block at the edges one
+// value at a time); dimension 0 runs along src's rows, so that a work-group writes along
+// dst's rows.
+kernel void transpose(global const float *src, global float *dst, int rows, int cols)
+{
+    int r0 = get_global_id(0) * 4, c0 = get_global_id(1) * 4;
+    if (r0 >= rows || c0 >= cols)
+        return;
+    if (r0 + 4 <= rows && c0 + 4 <= cols) {
+        float4 a = vload4(0, src + (size_t)r0 * cols + c0),
+               b = vload4(0, src + (size_t)(r0 + 1) * cols + c0),
+               c = vload4(0, src + (size_t)(r0 + 2) * cols + c0),
+               d = vload4(0, src + (size_t)(r0 + 3) * cols + c0);
+        vstore4((float4)(a.x, b.x, c.x, d.x), 0, dst + (size_t)c0 * rows + r0);
+        vstore4((float4)(a.y, b.y, c.y, d.y), 0, dst + (size_t)(c0 + 1) * rows + r0);
+        vstore4((float4)(a.z, b.z, c.z, d.z), 0, dst + (size_t)(c0 + 2) * rows + r0);
+        vstore4((float4)(a.w, b.w, c.w, d.w), 0, dst + (size_t)(c0 + 3) * rows + r0);
+        return;
+    }
+    for (int r = r0; r < min(r0 + 4, rows); ++r)
+        for (int c = c0; c < min(c0 + 4, cols); ++c)
+            dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
 }

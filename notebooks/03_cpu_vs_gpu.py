@@ -461,8 +461,9 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # cached per device and driver under `~/.cache/nnlib/tuning/`; `NNLIB_TUNE=0` turns tuning
 # off (the defaults, as in the tests), `NNLIB_TUNE=retune` searches again.
 #
-# Here is a small search run live: the forward product at batch 64, 512 -> 512, with three
-# tile heights and both load styles, everything else at this device's defaults.
+# Here is a small search run live: the forward product on the tuner's problem for batch 64
+# and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both
+# load styles, everything else at this device's defaults.
 
 # %%
 from nnlib import tuning
@@ -479,7 +480,8 @@ labels = [f"{p['NT_I']} rows\n{'vload' if p['VLOAD'] else 'by hand'}"
           for p, _ in search_results]
 plt.bar(range(len(search_results)), micro, tick_label=labels)
 plt.ylabel("µs per launch (fastest of several)")
-plt.title(f"gemm_nt, batch 64, 512 -> 512 on {rt.device.name.strip()}")
+tune_batch, tune_n = dense_kernels.TUNE_SHAPE["b64"]
+plt.title(f"gemm_nt, batch {tune_batch}, {tune_n} -> {tune_n} on {rt.device.name.strip()}")
 plt.show()
 best, best_s = min(search_results, key=lambda r: r[1])
 print(f"fastest: NT_I={best['NT_I']} VLOAD={best['VLOAD']}, {best_s * 1e6:.0f} µs; slowest "

@@ -179,6 +179,7 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
                 assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
             if product != "forward":
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
+            assert {c.get("DZT", 0) for c in found} == ({0, 1} if product == "weight" else {0})
     wide_forward = candidates(rt, "forward", "wide")
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
@@ -186,6 +187,18 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
+
+
+def test_transpose_matches_numpy(rt, rng):
+    """The weight gradient's transpose of dZ (DZT): partial 4 x 4 blocks at both edges, one
+    row, one column, and more rows than a work-group holds work-items."""
+    launcher, big = rt.launcher("dense", "transpose"), 4 * rt.max_work_group_size + 5
+    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6)]:
+        a = rng.standard_normal((rows, cols)).astype(np.float32)
+        out = rt.empty((cols, rows))
+        launcher(((rows + 3) // 4, (cols + 3) // 4), None, rt.to_device(a).data, out.data,
+                 np.int32(rows), np.int32(cols))
+        np.testing.assert_array_equal(out.get(), a.T)
 
 
 def test_wide_layer_uses_the_wide_class_and_matches_reference(rt, rng):
