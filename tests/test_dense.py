@@ -8,6 +8,7 @@ from nnlib import reference as ref
 from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
+from nnlib.layers.dense_params import lanes_by_default, lanes_candidates, lanes_params
 
 from .gradcheck import numeric_grad
 
@@ -166,14 +167,58 @@ def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
 
 
+def every_lanes_candidate():
+    """(product, params) for every parameter set of the lanes design (dense.cl's TN_LANES),
+    whether or not the tuner tries it on this device."""
+    rt = nnlib.get_runtime()
+    out = []
+    for product in PRODUCTS:
+        for shape in TUNE_SHAPE:
+            out += [(product, c) for c in lanes_candidates(rt, product, shape)
+                    if (product, c) not in out]
+    return out
+
+
+@pytest.mark.parametrize("product, params", every_lanes_candidate(),
+                         ids=lambda v: v if isinstance(v, str) else build_options(v))
+def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
+    """The lanes design is correct on every device, also where it is no candidate."""
+    test_every_tuning_candidate_matches_reference(rt, rng, product, params)
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_lanes_design_matches_reference_for_every_activation(rt, rng, act):
+    """All three products in the lanes design, each activation (softmax of up to four
+    outputs in the forward kernel itself), odd sizes, batch 1 and a batch above a tile."""
+    params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
+    for batch, n_in, n_out in [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)]:
+        layer = nnlib.Dense(n_in, n_out, act, seed=5, runtime=rt)
+        layer.kernels = DenseKernels(rt, params=params)
+        x = rng.uniform(-1, 1, (batch, n_in)).astype(np.float32)
+        dy = rng.standard_normal((batch, n_out)).astype(np.float32)
+        y, dx = layer.forward(x).get(), layer.backward(dy).get()
+        w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+        z = x.astype(np.float64) @ w.T + b
+        want = ref.activate(z, act)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+        dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, act, z)
+        np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+
+
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
     """The search space: tile rows per batch class, both load styles, fma, two widths, two
     work-group sizes, the gradients with and without a local-memory k-block; the default is
     always a candidate."""
     for product in PRODUCTS:
         for shape in TUNE_SHAPE:
-            found = candidates(rt, product, shape)
-            assert default_params(rt, product) in found
+            everything = candidates(rt, product, shape)
+            assert default_params(rt, product) in everything
+            found = [c for c in everything if not c.get("TN_LANES")]  # the tiles design
+            lanes = lanes_candidates(rt, product, shape)
+            assert all(c in everything for c in lanes) == lanes_by_default(rt) == \
+                (lanes_params(rt, product, shape) in everything)
             for key in ("VLOAD", "FMA", "VW", "LOCAL"):
                 one_width = key == "VW" and rt.limits.widest_vector < 8  # dense.cl needs 4+
                 assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
