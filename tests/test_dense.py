@@ -22,8 +22,11 @@ def shapes(rt):
             (9, 37, 21), (33, big, 5), (17, 6, big), (6, 11, 4)]
 
 
-def run_layer(rt, variant, act, batch, n_in, n_out, rng):
+def run_layer(rt, variant, act, batch, n_in, n_out, rng, params=None):
+    """A fresh layer's forward and backward (its kernels' ``params`` if given)."""
     layer = nnlib.Dense(n_in, n_out, activation=act, seed=3, variant=variant, runtime=rt)
+    if params is not None:
+        layer.kernels = DenseKernels(rt, params=params)
     x = rng.standard_normal((batch, n_in)).astype(np.float32)
     dy = rng.standard_normal((batch, n_out)).astype(np.float32)
     y = layer.forward(x).get()
@@ -31,11 +34,10 @@ def run_layer(rt, variant, act, batch, n_in, n_out, rng):
     return layer, x, dy, y, dx
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("act", ACTS)
-def test_forward_and_backward_match_reference(rt, rng, variant, act):
-    for batch, n_in, n_out in shapes(rt):
-        layer, x, dy, y, dx = run_layer(rt, variant, act, batch, n_in, n_out, rng)
+def check_layer(rt, rng, variant, act, sizes, params=None):
+    """:func:`run_layer` on each (batch, n_in, n_out) of ``sizes`` against the reference."""
+    for batch, n_in, n_out in sizes:
+        layer, x, dy, y, dx = run_layer(rt, variant, act, batch, n_in, n_out, rng, params)
         w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
         z = x.astype(np.float64) @ w.T + b
         want = ref.activate(z, act)
@@ -44,6 +46,12 @@ def test_forward_and_backward_match_reference(rt, rng, variant, act):
         np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("act", ACTS)
+def test_forward_and_backward_match_reference(rt, rng, variant, act):
+    check_layer(rt, rng, variant, act, shapes(rt))
 
 
 def test_variants_agree_on_a_large_batch(rt, rng):
@@ -129,13 +137,14 @@ def test_device_array_input_is_used_as_is(rt, rng):
     np.testing.assert_array_equal(layer.forward(rt.to_device(x)).get(), layer.forward(x).get())
 
 
-def every_candidate():
-    """(product, params) for every parameter set the tuner may choose on this device."""
+def every_candidate(source=candidates):
+    """(product, params) for every parameter set the tuner may choose on this device (of
+    ``source``'s choosing: e.g. ``lanes_candidates``, those of the lanes design)."""
     rt = nnlib.get_runtime()
     out = []
     for product in PRODUCTS:
         for shape in TUNE_SHAPE:
-            out += [(product, c) for c in candidates(rt, product, shape)
+            out += [(product, c) for c in source(rt, product, shape)
                     if (product, c) not in out]
     return out
 
@@ -167,22 +176,11 @@ def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
 
 
-def every_lanes_candidate():
-    """(product, params) for every parameter set of the lanes design (dense.cl's TN_LANES),
-    whether or not the tuner tries it on this device."""
-    rt = nnlib.get_runtime()
-    out = []
-    for product in PRODUCTS:
-        for shape in TUNE_SHAPE:
-            out += [(product, c) for c in lanes_candidates(rt, product, shape)
-                    if (product, c) not in out]
-    return out
-
-
-@pytest.mark.parametrize("product, params", every_lanes_candidate(),
+@pytest.mark.parametrize("product, params", every_candidate(lanes_candidates),
                          ids=lambda v: v if isinstance(v, str) else build_options(v))
 def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
-    """The lanes design is correct on every device, also where it is no candidate."""
+    """The lanes design (dense.cl's TN_LANES) is correct on every device, also where the
+    tuner does not try it."""
     test_every_tuning_candidate_matches_reference(rt, rng, product, params)
 
 
@@ -191,20 +189,8 @@ def test_lanes_design_matches_reference_for_every_activation(rt, rng, act):
     """All three products in the lanes design, each activation (softmax of up to four
     outputs in the forward kernel itself), odd sizes, batch 1 and a batch above a tile."""
     params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
-    for batch, n_in, n_out in [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)]:
-        layer = nnlib.Dense(n_in, n_out, act, seed=5, runtime=rt)
-        layer.kernels = DenseKernels(rt, params=params)
-        x = rng.uniform(-1, 1, (batch, n_in)).astype(np.float32)
-        dy = rng.standard_normal((batch, n_out)).astype(np.float32)
-        y, dx = layer.forward(x).get(), layer.backward(dy).get()
-        w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
-        z = x.astype(np.float64) @ w.T + b
-        want = ref.activate(z, act)
-        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
-        dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w, want, dy, act, z)
-        np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+    check_layer(rt, rng, "blocked", act, [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)],
+                params)
 
 
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
