@@ -70,7 +70,10 @@ class BlockedDenseKernels:
         n_out = w.shape[0]
         i32 = np.int32
         launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
-        grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, NT_J))
+        if p.get("TN_LANES"):  # dimension 0 along the outputs, one per work-item
+            grid = (n_out, ceil_div(batch, p["NT_I"]))
+        else:
+            grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, NT_J))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
@@ -78,7 +81,10 @@ class BlockedDenseKernels:
         """C (+)= P^T B on the gemm_tn ``kernel`` of a layer of ``weights`` weights;
         ``extra`` are the arguments after nk."""
         launcher, prm, local = self._launcher(product, batch, weights, kernel)
-        grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
+        if prm.get("TN_LANES"):  # dimension 0 along the columns, TN_V columns a work-item
+            grid = (ceil_div(ncols, prm["TN_V"]), ceil_div(nrows, prm["TN_R"]))
+        else:
+            grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
                         i32(nrows), i32(ncols), i32(nk), *extra)

@@ -56,7 +56,7 @@ K_BLOCK = {"input": 256, "weight": 64}
 NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
-def default_params(rt, product: str, shape: str = "b64") -> dict:
+def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = None) -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs.
     Work-groups of twice the device's preferred multiple: 64 on a GPU (or the GPU profile),
     two warps; 16 on PoCL's CPUs (multiple 8), which run a work-group as one task, where 16
@@ -66,7 +66,11 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
     columns with k-blocks of 1024. A CPU whose compiler vectorises across work-items
     (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4 tiles,
-    split into scalars, need it to be fast."""
+    split into scalars, need it to be fast. The gradients of a device that vectorises
+    across work-items (or a GPU) take the lanes design (:func:`lanes_params`); ``lanes``
+    False: the tiles whatever the device."""
+    if product != "forward" and (lanes_by_default(rt) if lanes is None else lanes):
+        return lanes_params(rt, product, shape)
     vw = vector_width(rt.vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 2 * rt.work_group_multiple}
@@ -101,7 +105,7 @@ def candidates(rt, product: str, shape: str) -> list:
     work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
-    base = default_params(rt, product, shape)
+    base = default_params(rt, product, shape, lanes=False)
     if product == "weight":  # rows of dW (n_out), whatever the batch; 6 x 4 vectors at most
         rows = (4, 6, 8) if base["TN_V"] < 4 else (4, 6)
     wide = vector_width(2 * base["VW"], WIDTHS, rt.limits.widest_vector)
@@ -125,7 +129,55 @@ def candidates(rt, product: str, shape: str) -> list:
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
     out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
+    if lanes_by_default(rt):  # the lanes design: its default first, the others last
+        out = [default_params(rt, product, shape), *out, *lanes_candidates(rt, product, shape)]
     return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+def lanes_by_default(rt) -> bool:
+    """Whether the device runs neighbouring work-items in the lanes of one vector
+    instruction: Intel's CPU runtime (``Limits.vectorises_across_work_items``) and GPUs. The
+    lanes design (dense.cl's TN_LANES) is made for them: their gradients take it without
+    tuning, and the tuner tries it for every product."""
+    return rt.limits.vectorises_across_work_items or rt.is_gpu
+
+
+def _lanes(rt) -> int:
+    """The work-group size of the lanes design: one native float vector of a CPU that
+    vectorises across work-items, two warps on a GPU."""
+    if rt.limits.vectorises_across_work_items:
+        return rt.limits.widest_vector
+    return 2 * rt.work_group_multiple
+
+
+# The lanes design's tiles per product and batch class, most promising first: the forward's
+# rows of x per work-group (NT_I), the gradients' rows x columns per work-item (TN_R, TN_V).
+LANES_TILES = {
+    "forward": {"b1": (1, 2), "b4": (4, 2), "b64": (16, 8), "wide": (16, 8)},
+    "input": {"b1": ((1, 8), (1, 16), (2, 8)), "b4": ((4, 4), (2, 8)),
+              "b64": ((4, 4), (6, 4), (8, 2)), "wide": ((4, 4), (6, 4), (8, 2))},
+    "weight": {shape: ((4, 4), (6, 4), (8, 2), (4, 6)) for shape in TUNE_SHAPE},
+}
+
+
+def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
+    """The lanes design's parameters for ``product`` on class ``shape``: ``tile`` (default
+    the class's first) on work-groups of :func:`_lanes` work-items."""
+    tile = LANES_TILES[product][shape][0] if tile is None else tile
+    out = {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
+           "LOCAL": _lanes(rt)}
+    if product == "forward":
+        return {**out, "NT_I": tile}
+    return {**out, "TN_R": tile[0], "TN_V": tile[1]}
+
+
+def lanes_candidates(rt, product: str, shape: str) -> list:
+    """The lanes design's candidates: each tile of the class, the first also with fma()
+    (without, where it has it) and on work-groups four times larger."""
+    tiles = LANES_TILES[product][shape]
+    out = [lanes_params(rt, product, shape, t) for t in tiles]
+    first = out[0]
+    return out + [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
 
 
 def build_options(params: dict) -> tuple:
