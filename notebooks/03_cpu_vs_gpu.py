@@ -126,7 +126,7 @@ for device in real:
     sizes = (["--widths", "64", "256", "1024", "--batches", "1", "16", "64"] if device == default
              else ["--widths", "1024", "--batches", "1", "64"])
     results[device.name.strip()] = dense.main(
-        sizes + ["--repeat", "3", "--article-max-width", "1024", "--name", "notebook_dense"])
+        sizes + ["--repeat", "2", "--article-max-width", "1024", "--name", "notebook_dense"])
 rt = nnlib.use_device(default)
 rows = results[default.name.strip()]
 
