@@ -152,10 +152,11 @@ kernel void layer_norm_forward(global const float *x, global const float *gamma,
     rstd[r] = rs;
 }
 
-// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)).
+// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)),
+// added to dx when accumulate != 0 (a residual branch's sum).
 kernel void layer_norm_backward_input(global const float *dy, global const float *gamma,
                                       global const float *xhat, global const float *rstd,
-                                      global float *dx, int rows, int c)
+                                      global float *dx, int rows, int c, int accumulate)
 {
     int r = get_global_id(0);
     if (r >= rows)
@@ -170,7 +171,8 @@ kernel void layer_norm_backward_input(global const float *dy, global const float
     m1 /= c;
     m2 /= c;
     for (int i = 0; i < c; ++i)
-        dx[o + i] = rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
+        dx[o + i] = (accumulate ? dx[o + i] : 0.0f)
+                    + rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
 }
 
 // One work-item per feature i: dgamma[i] += sum_r dy xhat, dbeta[i] += sum_r dy.
@@ -249,7 +251,7 @@ kernel void freq_mae(global const float *z, global const float *y, global float 
         return;
     size_t re = (size_t)r * 2 * t + k, im = re + t;
     float dr = z[re] - y[re], di = z[im] - y[im];
-    float e = hypot(dr, di);
+    float e = sqrt(dr * dr + di * di);  // hypot is a slow library call on PoCL
     err[(size_t)r * t + k] = e;
     if (e > 0.0f) {
         grad[re] += w * dr / e;

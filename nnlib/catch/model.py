@@ -119,7 +119,7 @@ class TransformerBlock(_Composite):
         if self.dc is not None:
             self.dc.backward(dc_weight, dqkv, mask_grad)
         d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
-        return add(rt, dh, self.norm1.backward(d))
+        return self.norm1.backward(d, into=dh)  # dh is this block's own sum: add to it
 
 
 class _Head(_Composite):
@@ -145,8 +145,8 @@ class _Head(_Composite):
     def backward(self, grad_out):
         self.saved()
         d = self.out.backward(grad_out)
-        for r in reversed(self.res):
-            d = add(self.runtime, r.backward(d), d)
+        for r in reversed(self.res):  # the residual sum d + dL/dv of the branch, in place
+            r.backward(d, into=d)
         return d
 
 
@@ -265,8 +265,7 @@ class CATCHNet(_Composite):
         dhm = None
         for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
             dv = head.backward(d).reshape(b, n, self.patches, -1)
-            g = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1))
-            dhm = g if dhm is None else add(rt, dhm, g)
+            dhm = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1), into=dhm)
         dh = self.to_model.backward(dhm)
         dmask = rt.empty(self.mask.shape)
         for i, block in enumerate(reversed(self.blocks)):

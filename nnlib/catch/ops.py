@@ -51,14 +51,21 @@ class LayerNorm(Layer):
         self.save_for_backward(xhat, rstd)
         return y
 
-    def backward(self, grad_out):
+    def backward(self, grad_out, into=None):
+        """dL/dx (a new array, or added to ``into``, a device array of the input's shape
+        apart from grad_out, and returned); accumulates the parameters' gradients."""
         rt, c = self.runtime, self.width
         xhat, rstd = self.saved()
         grad_out = rt.to_device(grad_out, "LayerNorm grad_out", shape=xhat.shape)
         rows = xhat.size // c
-        dx = rt.empty(xhat.shape)
+        dx = rt.empty(xhat.shape) if into is None else into
+        if into is not None and (rt.to_device(into, "LayerNorm into", shape=xhat.shape)
+                                 is not into or into.data == grad_out.data):
+            raise ValueError("LayerNorm.backward: into must be a float32 device array of "
+                             f"the input's shape {xhat.shape}, apart from grad_out")
         rt.launcher("catch", "layer_norm_backward_input")((rows,), None, grad_out.data,
-                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c))
+                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c),
+                  i32(into is not None))
         rt.launcher("catch", "layer_norm_backward_params")((c,), None, grad_out.data, xhat.data,
                   self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
         return dx
