@@ -14,12 +14,37 @@
 #define DQKV(g, t, part) (dqkv + ((size_t)(g) * n + (t)) * 3 * inner + (part) * inner)
 #define ROW(buf, g, h, i) (buf + (((size_t)(g) * heads + (h)) * n + (i)) * n)
 
+// Four partial sums (a vector): four independent chains of adds instead of one.
 inline float dot_dh(global const float *a, global const float *b, int dh)
 {
-    float s = 0.0f;
-    for (int d = 0; d < dh; ++d)
+    float4 s4 = (float4)(0.0f);
+    int d = 0;
+    for (; d + 4 <= dh; d += 4)
+        s4 += vload4(0, a + d) * vload4(0, b + d);
+    float s = (s4.x + s4.y) + (s4.z + s4.w);
+    for (; d < dh; ++d)
         s += a[d] * b[d];
     return s;
+}
+
+// out[d] = sum_j c[j cs] x[j xs + d] for d < dh, j < n: four outputs at a time (vectors),
+// each the same sum in the same order as one at a time.
+inline void combine_rows(global float *out, global const float *c, int cs,
+                         global const float *x, int xs, int n, int dh)
+{
+    int d = 0;
+    for (; d + 4 <= dh; d += 4) {
+        float4 s = (float4)(0.0f);
+        for (int j = 0; j < n; ++j)
+            s += c[j * cs] * vload4(0, x + (size_t)j * xs + d);
+        vstore4(s, 0, out + d);
+    }
+    for (; d < dh; ++d) {
+        float s = 0.0f;
+        for (int j = 0; j < n; ++j)
+            s += c[j * cs] * x[(size_t)j * xs + d];
+        out[d] = s;
+    }
 }
 
 inline float masked_logit(float s, float m, float scale, float fill, int hard)
@@ -61,13 +86,8 @@ kernel void masked_attention_forward(global const float *qkv, global const float
         a[j] /= sum;
     lse[((size_t)g * heads + h) * n + i] = top + log(sum);
     // ### END SOLUTION
-    global float *o = out + ((size_t)g * n + i) * inner + h * dh;
-    for (int d = 0; d < dh; ++d) {
-        float s = 0.0f;
-        for (int j = 0; j < n; ++j)
-            s += a[j] * QKV(g, j, 2)[h * dh + d];
-        o[d] = s;
-    }
+    combine_rows(out + ((size_t)g * n + i) * inner + h * dh, a, 1, QKV(g, 0, 2) + h * dh,
+                 3 * inner, n, dh);
 }
 
 // One work-item per (query i, group g), looping over heads. With G the output gradient:
@@ -116,13 +136,7 @@ kernel void masked_attention_backward_query(global const float *qkv, global cons
                 ds[j] = scale * m[j] * dz;
             }
         }
-        global float *dq = DQKV(g, i, 0) + h * dh;
-        for (int d = 0; d < dh; ++d) {
-            float s = 0.0f;
-            for (int j = 0; j < n; ++j)
-                s += ds[j] * QKV(g, j, 1)[h * dh + d];
-            dq[d] = s;
-        }
+        combine_rows(DQKV(g, i, 0) + h * dh, ds, 1, QKV(g, 0, 1) + h * dh, 3 * inner, n, dh);
     }
 }
 
@@ -137,17 +151,10 @@ kernel void masked_attention_backward_keys(global const float *qkv, global const
     if (j >= n || h >= heads || g >= groups)
         return;
     int inner = heads * dh;
-    global float *dk = DQKV(g, j, 1) + h * dh;
-    global float *dv = DQKV(g, j, 2) + h * dh;
-    for (int d = 0; d < dh; ++d) {
-        float sk = 0.0f, sv = 0.0f;
-        for (int i = 0; i < n; ++i) {
-            sk += ROW(dscores, g, h, i)[j] * QKV(g, i, 0)[h * dh + d];
-            sv += ROW(probs, g, h, i)[j] * dout[((size_t)g * n + i) * inner + h * dh + d];
-        }
-        dk[d] = sk;
-        dv[d] = sv;
-    }
+    combine_rows(DQKV(g, j, 1) + h * dh, ROW(dscores, g, h, 0) + j, n, QKV(g, 0, 0) + h * dh,
+                 3 * inner, n, dh);
+    combine_rows(DQKV(g, j, 2) + h * dh, ROW(probs, g, h, 0) + j, n,
+                 dout + (size_t)g * n * inner + h * dh, inner, n, dh);
 }
 
 // ---------------------------------------------------------------- clustering loss
@@ -163,13 +170,19 @@ inline float norm_dh(global const float *a, int dh)
     return fmax(sqrt(dot_dh(a, a, dh)), 1e-12f);
 }
 
-// da += w (b / |b| - cos(a, b) a / |a|) / |a|: w times the gradient of cos(a, b) in a.
-inline void add_cos_grad(global float *da, global const float *a, global const float *b,
-                         float w, int dh)
+// da += w (b / |b| - cos(a, b) a / |a|) / |a|: w times the gradient of cos(a, b) in a,
+// given na = |a| (clamped as norm_dh); four elements at a time (vectors), then the rest.
+inline void add_cos_grad(global float *da, global const float *a, float na,
+                         global const float *b, float w, int dh)
 {
-    float na = norm_dh(a, dh), nb = norm_dh(b, dh);
+    float nb = norm_dh(b, dh);
     float c = dot_dh(a, b, dh) / (na * nb);
-    for (int d = 0; d < dh; ++d)
+    int d = 0;
+    for (; d + 4 <= dh; d += 4) {
+        float4 av = vload4(0, a + d), bv = vload4(0, b + d);
+        vstore4(vload4(0, da + d) + w / na * (bv / nb - c * av / na), 0, da + d);
+    }
+    for (; d < dh; ++d)
         da[d] += w / na * (b[d] / nb - c * a[d] / na);
 }
 
@@ -244,10 +257,13 @@ kernel void channel_dc_backward_query(global const float *qkv, global const floa
         dc[j] = w / (n * tau) * (e / all - m[j] * e / pos);
         dm[j] += w * (-e / (n * pos) + (j == i ? 0.0f : off));
     }
-    for (int h = 0; h < heads; ++h)
+    for (int h = 0; h < heads; ++h) {
+        global const float *q = QKV(g, i, 0) + h * dh;
+        float nq = norm_dh(q, dh);
         for (int j = 0; j < n; ++j)
-            add_cos_grad(DQKV(g, i, 0) + h * dh, QKV(g, i, 0) + h * dh, QKV(g, j, 1) + h * dh,
-                         dc[j] / heads, dh);
+            add_cos_grad(DQKV(g, i, 0) + h * dh, q, nq, QKV(g, j, 1) + h * dh, dc[j] / heads,
+                         dh);
+    }
 }
 
 // One work-item per (key j, group g): dk_hj += sum_i dc_ij / heads (q^_hi - cos_hij k^_hj) / |k_hj|.
@@ -258,8 +274,11 @@ kernel void channel_dc_backward_keys(global const float *qkv, global const float
     if (j >= n || g >= groups)
         return;
     int inner = heads * dh;
-    for (int h = 0; h < heads; ++h)
+    for (int h = 0; h < heads; ++h) {
+        global const float *k = QKV(g, j, 1) + h * dh;
+        float nk = norm_dh(k, dh);
         for (int i = 0; i < n; ++i)
-            add_cos_grad(DQKV(g, j, 1) + h * dh, QKV(g, j, 1) + h * dh, QKV(g, i, 0) + h * dh,
+            add_cos_grad(DQKV(g, j, 1) + h * dh, k, nk, QKV(g, i, 0) + h * dh,
                          dcos[((size_t)g * n + i) * n + j] / heads, dh);
+    }
 }
