@@ -50,18 +50,21 @@ kernel void revin_denorm(global const float *y, global const float *mean,
 }
 
 // ---------------------------------------------------------------- frequency patches
-// One work-item per output (k, channel c, patch-row b * patches + l): the spectrum
+// One work-item per output row (channel c, patch l, sample b): the spectrum
 // (batch, channels, t) cut into patches of size p with stride s, as CATCH's block layout
-// out[b, l, c, :] = [Re X[l s .. l s + p) | Im X[l s .. l s + p)].
+// out[b, l, c, :] = [Re X[l s .. l s + p) | Im X[l s .. l s + p)], p bins in a loop.
 kernel void freq_patches(global const float2 *spec, global float *out, int batch,
                          int channels, int t, int p, int s, int patches)
 {
-    int k = get_global_id(0), c = get_global_id(1), bl = get_global_id(2);
-    if (k >= 2 * p || c >= channels || bl >= batch * patches)
+    int c = get_global_id(0), l = get_global_id(1), b = get_global_id(2);
+    if (c >= channels || l >= patches || b >= batch)
         return;
-    int b = bl / patches, l = bl % patches;
-    float2 v = spec[((size_t)b * channels + c) * t + l * s + k % p];
-    out[((size_t)bl * channels + c) * 2 * p + k] = k < p ? v.x : v.y;
+    global const float2 *src = spec + ((size_t)b * channels + c) * t + l * s;
+    global float *dst = out + (((size_t)b * patches + l) * channels + c) * 2 * p;
+    for (int k = 0; k < p; ++k) {
+        dst[k] = src[k].x;
+        dst[p + k] = src[k].y;
+    }
 }
 
 // One work-item per output (k, row): the amplitude |X_k| of each bin of [Re | Im] patch
@@ -76,16 +79,19 @@ kernel void patch_amplitude(global const float *z, global float *out, int rows, 
     out[(size_t)r * p + k] = hypot(z[o + k], z[o + p + k]);
 }
 
-// One work-item per output element (d, j * n1 + i, a): out[a, j, i, d] = x[a, i, j, d], the
-// swap of axes 1 and 2 of (n0, n1, n2, n3). Its adjoint is the same swap with n1, n2 exchanged.
+// One work-item per row (i, j, a): out[a, j, i, :] = x[a, i, j, :], the swap of axes 1 and 2
+// of (n0, n1, n2, n3), its n3 values copied in a loop (no index division per value). Its
+// adjoint is the same swap with n1, n2 exchanged.
 kernel void swap_axes12(global const float *x, global float *out, int n0, int n1, int n2,
                         int n3)
 {
-    int d = get_global_id(0), ji = get_global_id(1), a = get_global_id(2);
-    if (d >= n3 || ji >= n1 * n2 || a >= n0)
+    int i = get_global_id(0), j = get_global_id(1), a = get_global_id(2);
+    if (i >= n1 || j >= n2 || a >= n0)
         return;
-    int j = ji / n1, i = ji % n1;
-    out[(((size_t)a * n2 + j) * n1 + i) * n3 + d] = x[(((size_t)a * n1 + i) * n2 + j) * n3 + d];
+    global const float *src = x + (((size_t)a * n1 + i) * n2 + j) * n3;
+    global float *dst = out + (((size_t)a * n2 + j) * n1 + i) * n3;
+    for (int d = 0; d < n3; ++d)
+        dst[d] = src[d];
 }
 
 // ---------------------------------------------------------------- mask generator
@@ -196,12 +202,18 @@ kernel void layer_norm_backward_params(global const float *dy, global const floa
 // erf(v) by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, float32's own rounding):
 // PoCL's built-in erf is not vectorised and is much slower (python -m nnlib.bench.catch
 // --compare profiles the step).
-inline float erf_fast(float v)
+// erf_with(v, e) takes e = exp(-v^2) from its caller, who needs it too.
+inline float erf_with(float v, float e)
 {
     float a = fabs(v), t = 1.0f / (1.0f + 0.3275911f * a);
     float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f
               + t * (-1.453152027f + t * 1.061405429f))));
-    return copysign(1.0f - p * exp(-a * a), v);
+    return copysign(1.0f - p * e, v);
+}
+
+inline float erf_fast(float v)
+{
+    return erf_with(v, exp(-v * v));
 }
 
 kernel void gelu_forward(global const float *x, global float *y, int count)
@@ -211,16 +223,16 @@ kernel void gelu_forward(global const float *x, global float *y, int count)
         y[i] = 0.5f * x[i] * (1.0f + erf_fast(x[i] * M_SQRT1_2_F));
 }
 
-// One work-item per element: dx = dy (Phi(x) + x phi(x)).
+// One work-item per element: dx = dy (Phi(x) + x phi(x)); phi and erf share one exp.
 kernel void gelu_backward(global const float *x, global const float *dy, global float *dx,
                           int count)
 {
     int i = get_global_id(0);
     if (i >= count)
         return;
-    float v = x[i];
-    float pdf = exp(-0.5f * v * v) * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
-    dx[i] = dy[i] * (0.5f * (1.0f + erf_fast(v * M_SQRT1_2_F)) + v * pdf);
+    float v = x[i], u = v * M_SQRT1_2_F, e = exp(-u * u);  // e = exp(-x^2 / 2)
+    float pdf = e * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
+    dx[i] = dy[i] * (0.5f * (1.0f + erf_with(u, e)) + v * pdf);
 }
 
 // ---------------------------------------------------------------- reconstruction

@@ -183,7 +183,7 @@ def freq_patches(rt, spec, p: int, s: int):
         raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
-    rt.launcher("catch", "freq_patches")((2 * p, c, b * patches), None, spec.data, out.data,
+    rt.launcher("catch", "freq_patches")((c, patches, b), None, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
     return out
 
@@ -206,7 +206,7 @@ def swap_axes12(rt, x):
     x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
-    rt.launcher("catch", "swap_axes12")((n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
+    rt.launcher("catch", "swap_axes12")((n1, n2, n0), None, x.data, out.data, i32(n0),
               i32(n1), i32(n2), i32(n3))
     return out
 
