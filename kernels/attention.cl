@@ -186,19 +186,6 @@ inline void add_cos_grad(global float *da, global const float *a, float na,
         da[d] += w / na * (b[d] / nb - c * a[d] / na);
 }
 
-// c_ij for one pair, averaged over heads.
-inline float head_cosine(global const float *qkv, int g, int i, int j, int n, int heads,
-                         int dh)
-{
-    int inner = heads * dh;
-    float c = 0.0f;
-    for (int h = 0; h < heads; ++h) {
-        global const float *q = QKV(g, i, 0) + h * dh, *k = QKV(g, j, 1) + h * dh;
-        c += dot_dh(q, k, dh) / (norm_dh(q, dh) * norm_dh(k, dh));
-    }
-    return c / heads;
-}
-
 // One work-item per (row i, group g): c_ij into cos (groups, n, n) and row_gi into rows.
 kernel void channel_dc_forward(global const float *qkv, global const float *mask,
                                global float *cos_out, global float *rows, int groups, int n,
@@ -209,9 +196,19 @@ kernel void channel_dc_forward(global const float *qkv, global const float *mask
         return;
     global const float *m = mask + ((size_t)g * n + i) * n;
     global float *c = cos_out + ((size_t)g * n + i) * n;
+    int inner = heads * dh;
+    for (int h = 0; h < heads; ++h) {  // sum over heads, |q_hi| once per head
+        global const float *q = QKV(g, i, 0) + h * dh;
+        float nq = norm_dh(q, dh);
+        for (int j = 0; j < n; ++j) {
+            global const float *k = QKV(g, j, 1) + h * dh;
+            float cos_h = dot_dh(q, k, dh) / (nq * norm_dh(k, dh));
+            c[j] = h == 0 ? cos_h : c[j] + cos_h;
+        }
+    }
     float top = -INFINITY;
     for (int j = 0; j < n; ++j) {
-        c[j] = head_cosine(qkv, g, i, j, n, heads, dh);
+        c[j] /= heads;
         top = fmax(top, c[j]);
     }
     float all = 0.0f, pos = 0.0f, off = 0.0f;

@@ -109,10 +109,14 @@ kernel void mask_sample(global const float *z, global const float *w,
     int d = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
     if (d >= n || c >= n || g >= groups)
         return;
-    global const float *zr = z + ((size_t)g * n + c) * width;
-    float a = 0.0f;
-    for (int k = 0; k < width; ++k)
-        a += w[(size_t)d * width + k] * zr[k];
+    global const float *zr = z + ((size_t)g * n + c) * width, *wr = w + (size_t)d * width;
+    float4 a4 = (float4)(0.0f);  // four chains of adds, not one
+    int k = 0;
+    for (; k + 4 <= width; k += 4)
+        a4 += vload4(0, wr + k) * vload4(0, zr + k);
+    float a = (a4.x + a4.y) + (a4.z + a4.w);
+    for (; k < width; ++k)
+        a += wr[k] * zr[k];
     size_t at = ((size_t)g * n + c) * n + d;
     float u = sharpen * a + noise[at];
     float y = 1.0f / (1.0f + exp(-u));
