@@ -14,17 +14,11 @@
 #define DQKV(g, t, part) (dqkv + ((size_t)(g) * n + (t)) * 3 * inner + (part) * inner)
 #define ROW(buf, g, h, i) (buf + (((size_t)(g) * heads + (h)) * n + (i)) * n)
 
-// Four partial sums (a vector): four independent chains of adds instead of one.
+#include "dot4.h"
+
 inline float dot_dh(global const float *a, global const float *b, int dh)
 {
-    float4 s4 = (float4)(0.0f);
-    int d = 0;
-    for (; d + 4 <= dh; d += 4)
-        s4 += vload4(0, a + d) * vload4(0, b + d);
-    float s = (s4.x + s4.y) + (s4.z + s4.w);
-    for (; d < dh; ++d)
-        s += a[d] * b[d];
-    return s;
+    return dot4(a, b, dh);
 }
 
 // out[d] = sum_j c[j cs] x[j xs + d] for d < dh, j < n: four outputs at a time (vectors),

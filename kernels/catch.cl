@@ -2,6 +2,8 @@
 // out (batch, channels, time): a "row" is one channel of one window. Every work-item writes
 // only its own outputs; sums over a batch run in one work-item, in a fixed order.
 
+#include "dot4.h"
+
 // The mean and the biased variance of n values, in two passes (no cancellation).
 inline float2 mean_var(global const float *x, int n)
 {
@@ -109,14 +111,7 @@ kernel void mask_sample(global const float *z, global const float *w,
     int d = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
     if (d >= n || c >= n || g >= groups)
         return;
-    global const float *zr = z + ((size_t)g * n + c) * width, *wr = w + (size_t)d * width;
-    float4 a4 = (float4)(0.0f);  // four chains of adds, not one
-    int k = 0;
-    for (; k + 4 <= width; k += 4)
-        a4 += vload4(0, wr + k) * vload4(0, zr + k);
-    float a = (a4.x + a4.y) + (a4.z + a4.w);
-    for (; k < width; ++k)
-        a += wr[k] * zr[k];
+    float a = dot4(w + (size_t)d * width, z + ((size_t)g * n + c) * width, width);
     size_t at = ((size_t)g * n + c) * n + d;
     float u = sharpen * a + noise[at];
     float y = 1.0f / (1.0f + exp(-u));
