@@ -171,13 +171,12 @@ inline void add_cos_grad(global float *da, global const float *a, float na,
 {
     float nb = norm_dh(b, dh);
     float c = dot_dh(a, b, dh) / (na * nb);
+    float wb = w / (na * nb), wa = w * c / (na * na);  // da += wb b - wa a: no division each
     int d = 0;
-    for (; d + 4 <= dh; d += 4) {
-        float4 av = vload4(0, a + d), bv = vload4(0, b + d);
-        vstore4(vload4(0, da + d) + w / na * (bv / nb - c * av / na), 0, da + d);
-    }
+    for (; d + 4 <= dh; d += 4)
+        vstore4(vload4(0, da + d) + wb * vload4(0, b + d) - wa * vload4(0, a + d), 0, da + d);
     for (; d < dh; ++d)
-        da[d] += w / na * (b[d] / nb - c * a[d] / na);
+        da[d] += wb * b[d] - wa * a[d];
 }
 
 // One work-item per (row i, group g): c_ij into cos (groups, n, n) and row_gi into rows.
@@ -238,13 +237,13 @@ kernel void channel_dc_backward_query(global const float *qkv, global const floa
         top = fmax(top, c[j]);
     float all = 0.0f, pos = 0.0f;
     for (int j = 0; j < n; ++j) {
-        float e = exp((c[j] - top) / tau);
-        all += e;
-        pos += m[j] * e;
+        dc[j] = exp((c[j] - top) / tau);  // e_ij, replaced below
+        all += dc[j];
+        pos += m[j] * dc[j];
     }
     float off = n > 1 ? reg / (n * (n - 1.0f)) : 0.0f;
     for (int j = 0; j < n; ++j) {
-        float e = exp((c[j] - top) / tau);
+        float e = dc[j];
         dc[j] = w / (n * tau) * (e / all - m[j] * e / pos);
         dm[j] += w * (-e / (n * pos) + (j == i ? 0.0f : off));
     }
