@@ -23,11 +23,6 @@ GPU_DESELECT := tests/test_exercises.py::test_exercise_notebooks_run_and_say_not
 KERNEL_TESTS := tests/test_batches.py tests/test_dense.py tests/test_complex_conv.py tests/test_conv.py \
                 tests/test_fft.py tests/test_optim.py tests/test_fused.py tests/test_attention.py \
                 tests/test_softmax.py tests/test_transformer.py
-# Intel's CPU runtime (`make doctor INTEL=1`), as another device, runs the kernel tests and
-# nbval on the notebooks that teach devices, kernels and their speed only, to keep CI short
-INTEL_NOTEBOOKS := notebooks/00_devices.ipynb notebooks/01_dense_kernels.ipynb \
-                   notebooks/03_cpu_vs_gpu.ipynb
-PLATFORM_NAME := import nnlib.runtime as r; print(r.find_device().platform.name)
 
 # `make quick`: the core kernels against their numpy references, without nbval and without
 # the tests that build every tuning candidate (-k "not every_")
@@ -48,7 +43,10 @@ workbook: setup doctor
 
 ## make test: set up with the test extras, then unit tests and nbval on the default device,
 ## both again under the GPU profile (NNLIB_PROFILE=gpu: a GPU's limits, so its code paths run),
-## then nbval on every other device that compiles; all against the same stored outputs
+## then the kernel tests and nbval on every other device that compiles; all against the same
+## stored outputs. Its doctor offers Intel's CPU runtime (INTEL=auto: installed into .venv where
+## it can be, so that a second compiler runs the tests); `make test INTEL=0` leaves it out
+test: INTEL ?= auto
 test: setup-test doctor unit notebooks gpu-profile other-devices
 
 ## make quick: set up with pytest only (not the test extras: the PyTorch comparisons are
@@ -58,7 +56,7 @@ quick: setup doctor
 	$(PYTEST) -k "not every_" $(QUICK_TESTS)
 
 ## make other-devices: the kernel tests and nbval on every other device that compiles (e.g. a
-## second PoCL build; on Intel's CPU runtime nbval runs INTEL_NOTEBOOKS)
+## second PoCL build, Intel's CPU runtime)
 
 ## make lab: open JupyterLab on notebooks/ (jupytext reads notebooks/jupytext.toml); LAB_OPTS
 ## passes options to it, e.g. make lab LAB_OPTS="--no-browser --port 8888 --ip 0.0.0.0"
@@ -75,16 +73,21 @@ setup: $(PY)
 setup-test: $(PY)
 	$(PY) -m pip install -q -e ".[course,test]"
 
-## make doctor: check that an OpenCL device can compile kernels; on Debian/Ubuntu as root,
-## install the system PoCL when the PyPI one cannot (PoCL 3.0 does not know CPUs after 2022),
-## else Intel's CPU runtime for OpenCL into .venv. `make doctor INTEL=1` installs Intel's
-## runtime in any case (`make remove-intel` removes it); doctor times every CPU device
+## make doctor: on Debian/Ubuntu as root, first install Debian's PoCL beside PyPI's (once; a
+## second PoCL build, often the faster; POCL=0 skips it, `apt-get remove pocl-opencl-icd`
+## undoes it); then check that an OpenCL device compiles kernels, else install Intel's CPU
+## runtime for OpenCL into .venv. `make doctor INTEL=1` installs Intel's runtime in any case,
+## INTEL=auto where it can be had (`make remove-intel` removes it). Doctor times every CPU
+## device and makes the fastest the default
 doctor:
-	@$(PY) -m nnlib.doctor $(if $(filter 1,$(INTEL)),--install-intel) \
-	|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-	  && echo "installing Debian's pocl-opencl-icd ..." \
-	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null \
-	  && $(PY) -m nnlib.doctor; } \
+	@if [ "$(POCL)" != 0 ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && ! dpkg -s pocl-opencl-icd >/dev/null 2>&1; then \
+	  echo "nnlib doctor: installing Debian's PoCL (apt-get install pocl-opencl-icd) to time it beside PyPI's;" \
+	       "apt-get remove pocl-opencl-icd removes it, make doctor POCL=0 skips this"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocl-opencl-icd >/dev/null; } \
+	  || echo "nnlib doctor: apt-get failed; going on without Debian's PoCL"; \
+	fi
+	@$(PY) -m nnlib.doctor $(if $(filter 1,$(INTEL)),--install-intel,$(if $(filter auto,$(INTEL)),--offer-intel)) \
 	|| $(PY) -m nnlib.doctor --install-intel
 
 ## make remove-intel: uninstall Intel's CPU runtime from .venv and delete its ICD file
@@ -103,12 +106,9 @@ gpu-profile:
 
 other-devices:
 	@for ctx in $$($(PY) -m nnlib.doctor --others); do \
-	  notebooks=notebooks/; \
-	  case "$$(PYOPENCL_CTX=$$ctx $(PY) -c "$(PLATFORM_NAME)")" in \
-	    Intel*) notebooks="$(INTEL_NOTEBOOKS)";; esac; \
-	  echo "kernel tests and nbval ($$notebooks) on PYOPENCL_CTX=$$ctx"; \
+	  echo "kernel tests and nbval on PYOPENCL_CTX=$$ctx"; \
 	  PYOPENCL_CTX=$$ctx $(PYTEST) $(KERNEL_TESTS) || exit 1; \
-	  PYOPENCL_CTX=$$ctx $(NBVAL) $$notebooks || exit 1; \
+	  PYOPENCL_CTX=$$ctx $(NBVAL) notebooks/ || exit 1; \
 	done
 
 ## make notebook NB=notebooks/01_dense_kernels.py: refresh one .ipynb from its .py and execute it

@@ -72,7 +72,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   forward  Y  = act(X W^T + b)          gemm_nt: X and W both walk along k (dot products)
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
-//   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated)
+//   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated); or P = the
+//            rows of dZ^T, made by transpose first (the launch parameter DZT): P's columns
+//            then lie along rows, which the cache keeps better than a column of dZ
 // The best tile depends on the device and its compiler, so these are build options that
 // nnlib/layers/dense_params.py chooses per device by measuring (nnlib/tuning.py):
 //   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
@@ -86,6 +88,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   VLOAD 1: vloadN/vstoreN builtins, 0: one float at a time (compilers that do not inline
 //         the builtins, such as PoCL 3.0, run a function call per vload)
 //   FMA   1: fma() builtin, 0: plain a * b + c (which the compiler may contract itself)
+//   TN_LANES 1: the lanes design below (0: the tiles above), for devices that vectorise
+//         across work-items; TN_V then counts scalar columns, and VW, VLOAD, NT_KB, TN_KB
+//         and TN_ORDER do not apply
 #ifndef VW
 #define VW 8
 #endif
@@ -114,7 +119,11 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #ifndef FMA
 #define FMA 0
 #endif
+#ifndef TN_LANES
+#define TN_LANES 0
+#endif
 #include "floatv.h"
+#include "activation_vector.h"
 #if VW < 4
 #error "VW must be 4, 8 or 16"
 #endif
@@ -152,6 +161,7 @@ inline float4 softmax4(float4 z, int n)
     return vload4(0, v) / s;
 }
 
+#if !TN_LANES
 // C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major; softmax
 // (act ACT_SOFTMAX) only where nj <= NT_J (wider rows: softmax_rows afterwards).
 // One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector
@@ -344,8 +354,13 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
         #pragma unroll
         for (int v = 0; v < TN_V; ++v) {
             size_t o = (size_t)(r0 + r) * ncols + c0 + v * VW;
-            if (y == 0 && c0 + (v + 1) * VW <= ncols) {  // a whole vector
-                STOREV(accumulate ? LOADV(c + o) + acc[r][v] : acc[r][v], c + o);
+            if (c0 + (v + 1) * VW <= ncols) {  // a whole vector
+                floatv out = acc[r][v];
+                if (y != 0)
+                    out *= activate_gradv(LOADV(y + o), act);
+                if (accumulate)
+                    out += LOADV(c + o);
+                STOREV(out, c + o);
             } else if (c0 + v * VW < ncols) {
                 float out[VW];
                 STOREV(acc[r][v], out);
@@ -364,6 +379,155 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
             d[r0 + r] = accumulate ? d[r0 + r] + sum : sum;
         }
 }
+
+#else
+// ---------------------------------------------------------------- lanes design (TN_LANES)
+// For devices that vectorise across work-items (Intel's CPU runtime, GPUs): neighbouring
+// work-items along dimension 0 run in the lanes of one vector instruction, so here they read
+// neighbouring floats (one contiguous vector load across the lanes) and each keeps scalar
+// accumulators. A work-group is one row of lanes: (lanes, 1) work-items. Indices that differ
+// between the lanes are computed from get_local_id as size_t: computed in int, they would
+// make the compiler gather the lanes' floats one by one.
+
+// out[0 .. n) to c[0 .. n), n = min(4, what is left of the row).
+inline void store_row4(float4 out, global float *c, int n)
+{
+    if (n >= 4) {
+        vstore4(out, 0, c);
+    } else {
+        float part[4];
+        vstore4(out, 0, part);
+        for (int j = 0; j < n; ++j)
+            c[j] = part[j];
+    }
+}
+
+// C = act(A B^T + bias) as gemm_nt above. Lane j of a work-group owns column j of its
+// block of C (row j of B) for NT_I rows of A: NT_I scalar accumulators; each step reads 8
+// floats of its own row of B (the compiler loads the lanes' rows together and transposes
+// them) and the same 8 floats of each row of A in every lane. Dimension 0's work-groups run
+// over the column blocks, dimension 1's over the row blocks. Softmax (nj <= NT_J): the
+// rows' values meet in local memory, where lane i finishes row i.
+kernel void gemm_nt(global const float *a, global const float *b, global float *c,
+                    int ni, int nj, int nk, global const float *bias, int act)
+{
+    local float zs[NT_I * NT_J];
+    size_t lane = get_local_id(0);
+    int lanes = get_local_size(0), i0 = get_group_id(1) * NT_I;
+    int j0 = get_group_id(0) * lanes, j = j0 + (int)lane;
+    global const float *br = b + (size_t)min(j, nj - 1) * nk;
+    size_t ao[NT_I];  // the rows' offsets, clamped for loading
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        ao[i] = (size_t)min(i0 + i, ni - 1) * nk;
+    float acc[NT_I];
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        acc[i] = 0.0f;
+    int k = 0;
+    for (; k + 8 <= nk; k += 8) {
+        float8 w = vload8(0, br + k);
+        #pragma unroll
+        for (int i = 0; i < NT_I; ++i) {
+            float8 x = vload8(0, a + ao[i] + k);
+            acc[i] = MAD(x.s0, w.s0, acc[i]);
+            acc[i] = MAD(x.s1, w.s1, acc[i]);
+            acc[i] = MAD(x.s2, w.s2, acc[i]);
+            acc[i] = MAD(x.s3, w.s3, acc[i]);
+            acc[i] = MAD(x.s4, w.s4, acc[i]);
+            acc[i] = MAD(x.s5, w.s5, acc[i]);
+            acc[i] = MAD(x.s6, w.s6, acc[i]);
+            acc[i] = MAD(x.s7, w.s7, acc[i]);
+        }
+    }
+    for (; k < nk; ++k)
+        #pragma unroll
+        for (int i = 0; i < NT_I; ++i)
+            acc[i] = MAD(a[ao[i] + k], br[k], acc[i]);
+    float add = bias[min(j, nj - 1)];
+    if (act == ACT_SOFTMAX && nj <= NT_J) {  // the same for the whole work-group
+        #pragma unroll
+        for (int i = 0; i < NT_I; ++i)
+            if (j < nj)
+                zs[i * NT_J + j] = acc[i] + add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int i = lane; i < NT_I && i0 + i < ni; i += lanes) {
+            float4 z = vload4(i, zs);
+            store_row4(softmax4(z, nj), c + (size_t)(i0 + i) * nj, nj);
+        }
+        return;
+    }
+    if (j >= nj)
+        return;
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        if (i0 + i < ni)
+            c[(size_t)(i0 + i) * nj + j0 + lane] = activate(acc[i] + add, act);
+}
+
+// C (+)= P^T B and what it does besides, as tn_tile above. Work-item `lane` of a work-group
+// owns TN_R rows x the TN_V columns lane, lane + lanes, ... of the work-group's block of
+// lanes * TN_V columns (scalar accumulators): each step loads TN_V contiguous vectors of row
+// k of B across the lanes and broadcasts TN_R values of P, the same for every lane.
+// Dimension 0's work-groups run over the column blocks, dimension 1's over the row blocks;
+// those of the first column block also write d. Always inlined: Intel's compiler otherwise
+// calls one vectorised copy from the three kernels, which gathers every load.
+__attribute__((always_inline)) inline void tn_tile(
+    global const float *p, int p_k, int p_r, global const float *b, global float *c, int nrows,
+    int ncols, int nk, int accumulate, global const float *y, int act, global float *d,
+    local float *panel)
+{
+    size_t lane = get_local_id(0);
+    int lanes = get_local_size(0), r0 = get_group_id(1) * TN_R;
+    int col0 = get_group_id(0) * lanes * TN_V, col = col0 + (int)lane;
+    size_t rows[TN_R];  // offsets of P's columns, clamped for loading
+    #pragma unroll
+    for (int r = 0; r < TN_R; ++r)
+        rows[r] = (size_t)min(r0 + r, nrows - 1) * p_r;
+    float acc[TN_R][TN_V], psum[TN_R];  // psum: the sums of P's columns, the same in each lane
+    #pragma unroll
+    for (int r = 0; r < TN_R; ++r) {
+        psum[r] = 0.0f;
+        #pragma unroll
+        for (int v = 0; v < TN_V; ++v)
+            acc[r][v] = 0.0f;
+    }
+    for (int k = 0; k < nk; ++k) {
+        global const float *pk = p + (size_t)k * p_k;
+        global const float *bk = b + (size_t)k * ncols + col0 + lane;
+        float bv[TN_V];
+        #pragma unroll
+        for (int v = 0; v < TN_V; ++v)
+            bv[v] = col + v * lanes < ncols ? bk[v * lanes] : 0.0f;
+        #pragma unroll
+        for (int r = 0; r < TN_R; ++r) {
+            float s = pk[rows[r]];
+            psum[r] += s;
+            #pragma unroll
+            for (int v = 0; v < TN_V; ++v)
+                acc[r][v] = MAD(s, bv[v], acc[r][v]);
+        }
+    }
+    #pragma unroll
+    for (int r = 0; r < TN_R; ++r) {
+        if (r0 + r >= nrows)
+            break;
+        #pragma unroll
+        for (int v = 0; v < TN_V; ++v) {
+            size_t o = (size_t)(r0 + r) * ncols + col0 + v * lanes + lane;
+            if (col + v * lanes < ncols) {
+                float value = y == 0 ? acc[r][v] : acc[r][v] * activate_grad(y[o], act);
+                c[o] = accumulate ? c[o] + value : value;
+            }
+        }
+    }
+    if (d != 0 && get_group_id(0) == 0 && lane == 0)
+        #pragma unroll
+        for (int r = 0; r < TN_R; ++r)
+            if (r0 + r < nrows)
+                d[r0 + r] = accumulate ? d[r0 + r] + psum[r] : psum[r];
+}
+#endif
 
 #define TN_PANEL local float panel[TN_KB ? TN_KB * TN_COLS : 1]
 
@@ -394,4 +558,30 @@ kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const
 {
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, panel);
+}
+
+// dst = src^T, src (rows x cols) and dst (cols x rows) row-major: the rows of dZ^T for the
+// weight gradient (DZT above). One work-item per block of 4 x 4 values, read as four float4
+// rows of src and written as four float4 rows of dst (a partial block at the edges one
+// value at a time); dimension 0 runs along src's rows, so that a work-group writes along
+// dst's rows.
+kernel void transpose(global const float *src, global float *dst, int rows, int cols)
+{
+    int r0 = get_global_id(0) * 4, c0 = get_global_id(1) * 4;
+    if (r0 >= rows || c0 >= cols)
+        return;
+    if (r0 + 4 <= rows && c0 + 4 <= cols) {
+        float4 a = vload4(0, src + (size_t)r0 * cols + c0),
+               b = vload4(0, src + (size_t)(r0 + 1) * cols + c0),
+               c = vload4(0, src + (size_t)(r0 + 2) * cols + c0),
+               d = vload4(0, src + (size_t)(r0 + 3) * cols + c0);
+        vstore4((float4)(a.x, b.x, c.x, d.x), 0, dst + (size_t)c0 * rows + r0);
+        vstore4((float4)(a.y, b.y, c.y, d.y), 0, dst + (size_t)(c0 + 1) * rows + r0);
+        vstore4((float4)(a.z, b.z, c.z, d.z), 0, dst + (size_t)(c0 + 2) * rows + r0);
+        vstore4((float4)(a.w, b.w, c.w, d.w), 0, dst + (size_t)(c0 + 3) * rows + r0);
+        return;
+    }
+    for (int r = r0; r < min(r0 + 4, rows); ++r)
+        for (int c = c0; c < min(c0 + 4, cols); ++c)
+            dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
 }

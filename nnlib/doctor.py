@@ -7,8 +7,10 @@ real device that compiles kernels (``make test`` runs the notebooks on each of t
 
 ``python -m nnlib.doctor --install-intel`` installs Intel's CPU runtime for OpenCL into the
 venv first (``make doctor INTEL=1``; ``make doctor`` does so by itself where no device
-compiles and Debian's PoCL cannot be installed), ``--remove-intel`` removes it
-(:mod:`nnlib.intel_runtime`); both then check the devices as above.
+compiles and Debian's PoCL cannot be installed), ``--offer-intel`` does so where the runtime
+can be had (Linux on x86-64, a venv with PyPI's pyopencl) and says why not elsewhere (``make
+test``, so that its other-devices pass runs on a second compiler), ``--remove-intel`` removes
+it (:mod:`nnlib.intel_runtime`); each then checks the devices as above.
 
 Taught in notebooks/00_devices.
 """
@@ -109,6 +111,13 @@ def main() -> int:
     return 0
 
 
+def _install_intel() -> None:
+    print(f"nnlib doctor: installing Intel's CPU runtime for OpenCL "
+          f"({' '.join(intel_runtime.PACKAGES)}) into this venv (`make remove-intel` or "
+          f"`python -m nnlib.doctor --remove-intel` removes it) ...")
+    print(f"nnlib doctor: wrote {intel_runtime.install()}")
+
+
 def cli(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nnlib.doctor", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,6 +126,8 @@ def cli(argv=None) -> int:
                         help="print the PYOPENCL_CTX of every other device that compiles")
     action.add_argument("--install-intel", action="store_true",
                         help="install Intel's CPU runtime for OpenCL into this venv, then check")
+    action.add_argument("--offer-intel", action="store_true",
+                        help="install Intel's CPU runtime where it can be had, else say why not")
     action.add_argument("--remove-intel", action="store_true",
                         help="remove Intel's CPU runtime from this venv, then check")
     args = parser.parse_args(argv)
@@ -124,10 +135,14 @@ def cli(argv=None) -> int:
         print("\n".join(other_devices()))
         return 0
     try:
-        if args.install_intel:
-            print(f"nnlib doctor: installing Intel's CPU runtime for OpenCL "
-                  f"({' '.join(intel_runtime.PACKAGES)}) into this venv ...")
-            print(f"nnlib doctor: wrote {intel_runtime.install()}")
+        if args.offer_intel and not intel_runtime.installed():
+            reason = intel_runtime.unavailable()
+            if reason:
+                print(f"nnlib doctor: not installing Intel's CPU runtime: {reason}")
+            else:
+                _install_intel()
+        elif args.install_intel:
+            _install_intel()
         elif args.remove_intel:
             removed = intel_runtime.remove()
             print(f"nnlib doctor: removed Intel's CPU runtime "

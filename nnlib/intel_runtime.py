@@ -83,6 +83,15 @@ def _check_environment() -> Path:
     return folder
 
 
+def unavailable() -> str | None:
+    """Why the runtime cannot be installed here (None: it can)."""
+    try:
+        _check_environment()
+    except IntelRuntimeError as err:
+        return str(err)
+    return None
+
+
 def _pip(*args: str) -> None:
     if subprocess.run([sys.executable, "-m", "pip", *args], check=False).returncode:
         raise IntelRuntimeError(f"`pip {' '.join(args)}` failed (its message is above)")

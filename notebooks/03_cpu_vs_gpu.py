@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import nnlib
-from nnlib.bench import dense, launch, train_step
+from nnlib.bench import dense, goals, launch, train_step
 from nnlib.bench.all import plot_dense
 from nnlib.bench.common import run_child, stored_results
 from nnlib.bench.profile_step import step_breakdown
@@ -416,19 +416,35 @@ print(f"vector width {gpu.vector_width}, work-groups in multiples of {gpu.work_g
       f"{np.allclose(layer.forward(x).get(), want, atol=1e-5)}")
 
 # %% [markdown]
-# ### Figures measured on other machines
+# ### Figures measured on other machines, and the speed goals
 #
-# A reader with a GPU (or another CPU) runs one command, `python -m nnlib.bench.all --store`,
-# which writes `nnlib/bench/stored/<device>.json`: the device, its driver, the date and every
-# figure. Each stored file is drawn here beside the figures measured above, labelled with
-# its device, driver and date:
+# nnlib sets itself speed goals, each a speed-up over a baseline measured in the same run
+# (`nnlib.bench.goals.GOALS`, the one table of the targets):
+
+# %%
+print(goals.format_targets())
+
+# %% [markdown]
+# A reader with a GPU (or another CPU) runs one command, `python -m nnlib.bench.all --store`
+# (`PYOPENCL_CTX` picks the device), which measures every goal, prints the table (each
+# goal's ratio, its target, met or not, and the command that reproduces the row) and writes
+# it to `nnlib/bench/stored/` with every figure: the device, its driver, the CPU model and
+# its vector instructions, and the date. Each stored file is drawn here beside the figures
+# measured above, labelled with its device, driver and date, and its goals are printed
+# below:
 
 # %% tags=["nbval-ignore-output"] caption="Dense-layer throughput against the batch, from the results stored for other devices beside this machine's. Compare the slopes: a GPU needs a large batch before its many cores pay off."
 stored = stored_results("dense")
 fig, ax = plt.subplots(figsize=(7, 4))
 plot_dense(ax, rows, rt.device.name.strip(), stored)
 plt.show()
-print(f"{len(stored)} stored file(s) in nnlib/bench/stored/")
+print(f"{len(stored)} stored file(s) with figures in nnlib/bench/stored/")
+for table in stored_results("goals"):
+    print("\n" + goals.format_table(table["meta"], table["rows"]))
+gpus = sorted({s["meta"]["device"] for s in stored if s["meta"]["type"] == "GPU"})
+print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
+              "No GPU was measured: nnlib/bench/stored/ holds no GPU's figures, so every "
+              "figure in this notebook comes from a CPU."))
 
 # %% [markdown]
 # ## Why the best kernel depends on the device: autotuning
@@ -445,8 +461,9 @@ print(f"{len(stored)} stored file(s) in nnlib/bench/stored/")
 # cached per device and driver under `~/.cache/nnlib/tuning/`; `NNLIB_TUNE=0` turns tuning
 # off (the defaults, as in the tests), `NNLIB_TUNE=retune` searches again.
 #
-# Here is a small search run live: the forward product at batch 64, 512 -> 512, with three
-# tile heights and both load styles, everything else at this device's defaults.
+# Here is a small search run live: the forward product on the tuner's problem for batch 64
+# and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both
+# load styles, everything else at this device's defaults.
 
 # %%
 from nnlib import tuning
@@ -463,7 +480,8 @@ labels = [f"{p['NT_I']} rows\n{'vload' if p['VLOAD'] else 'by hand'}"
           for p, _ in search_results]
 plt.bar(range(len(search_results)), micro, tick_label=labels)
 plt.ylabel("µs per launch (fastest of several)")
-plt.title(f"gemm_nt, batch 64, 512 -> 512 on {rt.device.name.strip()}")
+tune_batch, tune_n = dense_kernels.TUNE_SHAPE["b64"]
+plt.title(f"gemm_nt, batch {tune_batch}, {tune_n} -> {tune_n} on {rt.device.name.strip()}")
 plt.show()
 best, best_s = min(search_results, key=lambda r: r[1])
 print(f"fastest: NT_I={best['NT_I']} VLOAD={best['VLOAD']}, {best_s * 1e6:.0f} µs; slowest "

@@ -1,5 +1,7 @@
-"""``python -m nnlib.bench.all --store`` writes a labelled file that notebook 03 draws beside
-the live figures; the GPU rooflines are a model from published figures."""
+"""``python -m nnlib.bench.all --store`` measures every speed goal (nnlib.bench.goals) and
+writes a labelled file that notebook 03 draws beside the live figures; the GPU rooflines are
+a model from published figures. No timing is asserted: only the rows, their reading of each
+benchmark and the file's format."""
 
 import json
 
@@ -8,9 +10,11 @@ import numpy as np
 import pytest
 
 from nnlib.bench import all as bench_all
-from nnlib.bench import common
+from nnlib.bench import catch_speed, common, goals
+from nnlib.bench import complex as bench_complex
 from nnlib.bench.common import stored_results
 from nnlib.bench.roofline import GPUS, dense_intensity, roof
+from nnlib.opencl_devices import find_device
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -40,24 +44,160 @@ def test_a_stored_file_is_drawn_beside_the_live_figures(tmp_path):
     plt.close(fig)
 
 
+CPU_META = dict(META, type="CPU", device="pthread-AMD EPYC", cpu="AMD EPYC 9R14", isa="AVX-512",
+                platform="Portable Computing Language", driver="3.0-rc2")
+
+
 def test_file_names_name_the_device_and_the_profile():
     assert bench_all.file_name(META) == "nvidia-geforce-rtx-4090.json"
-    assert bench_all.file_name(dict(META, device="pthread-AMD EPYC", profile="gpu")) == \
-        "pthread-amd-epyc-gpu-profile.json"
+    assert bench_all.file_name(dict(META, profile="gpu")) == \
+        "nvidia-geforce-rtx-4090-gpu-profile.json"
+    pypi = bench_all.file_name(CPU_META)
+    debian = bench_all.file_name(dict(CPU_META, device="pthread-skylake-avx512-AMD EPYC",
+                                      driver="3.1+debian"))
+    assert pypi == "amd-epyc-9r14-avx-512-portable-computing-language-3-0-rc2.json"
+    assert debian != pypi  # two PoCL builds on one CPU keep a file each
+
+
+@pytest.mark.parametrize("flags, isa", [
+    ("fpu sse4_2 avx avx2 avx512f avx512bw", "AVX-512"), ("fpu sse4_2 avx avx2 fma", "AVX2"),
+    ("fpu sse4_2", "SSE4.2"), ("fp asimd evtstrm", "NEON"), ("", "unknown")])
+def test_the_vector_isa_is_read_from_the_cpu_flags(tmp_path, flags, isa):
+    key = "Features" if "asimd" in flags else "flags"
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: Some CPU\n{key}\t\t: {flags}\n")
+    assert bench_all.isa_level(bench_all.cpu_flags(cpuinfo)) == isa
+    assert bench_all.cpu_flags(tmp_path / "missing") == set()
+
+
+def fake_results(official: bool) -> dict:
+    """Each benchmark's rows as its main() returns them, with known ratios."""
+    dev = {"device": "pthread-AMD EPYC", "platform": "OpenCL 3.0 PoCL 3.0-rc2  Linux"}
+    results = {
+        "dense": [{"n": 1024, "batch": 64, "pass": "fwd+bwd", "blocked": 30.0, "numpy_2": 20.0},
+                  {"n": 1024, "batch": 64, "pass": "fwd", "blocked": 1.0, "numpy_2": 20.0}],
+        "train_step": [{"batch": 64, "numpy_1": 2.0, "numpy_2": 1.5, "torch": 3.0,
+                        "nnlib": 1.0, "fastest_other_over_nnlib": 1.5},
+                       {"batch": 1, "numpy_1": 0.1, "numpy_2": 0.2, "nnlib": 0.2,
+                        "fastest_other_over_nnlib": 0.5}],
+        "seed_experiment": [dict(dev, device="another device"),
+                            {**dev, "per_sample_fused_vs_numpy": 6.0,
+                             "per_sample_layers_vs_numpy": 0.2,
+                             "mini_batch_fused_vs_numpy": 0.5,
+                             "mini_batch_layers_vs_numpy": 0.7}],
+        "complex": [{"operation": "complex conv forward", "size": "B4", "device_s": 1.0,
+                     "numpy_s": 3.0},
+                    {"operation": "fft (local)", "size": "n=24", "device_s": 1.0, "numpy_s": 2.0},
+                    {"operation": "fft (global)", "size": "n=1000", "device_s": 2.0,
+                     "numpy_s": 1.0}]}
+    if official:
+        results["catch_speed"] = [{"sizes": "nnlib", "batches": 10, "batch_size": 64,
+                                   "nnlib_s": 1.0, "official_s": 2.5, "ratio": 2.5}]
+    return results
+
+
+def test_the_goal_table_has_a_row_per_measured_case_with_its_target():
+    meta = {"device": "pthread-AMD EPYC", "platform_version": "OpenCL 3.0 PoCL 3.0-rc2  Linux"}
+    commands = {bench: f"python -m nnlib.bench.{bench}" for bench in bench_all.RUNS}
+    rows = goals.goal_rows(fake_results(official=False), meta, commands,
+                           {"catch_speed": "needs --official-path"})
+    got = {(r["goal"], r["case"]): (r["ratio"], r["status"]) for r in rows}
+    assert got == {
+        ("dense", "width 1024, batch 64"): (1.5, "met"),
+        ("train_step", "batch 64"): (1.5, "met"),
+        ("train_step", "batch 1"): (0.5, "NOT met"),
+        ("fit_batch_1", "per-sample epoch"): (6.0, "met"),  # the faster path: fused
+        ("fit_mini_batch", "mini-batch epoch"): (0.7, "NOT met"),  # layer by layer
+        ("layers_mini_batch", "mini-batch epoch"): (0.7, "NOT met"),
+        ("fft", "(local), n=24"): (2.0, "met"),
+        ("fft", "(global), n=1000"): (0.5, "NOT met"),
+        ("complex_conv", "forward, B4"): (3.0, "met"),
+        ("catch", ""): (None, "not measured")}
+    targets = {g.key: g.target for g in goals.GOALS}
+    assert all(r["target"] == targets[r["goal"]] and r["device"] == meta["device"] and
+               r["command"] == commands[next(g.bench for g in goals.GOALS if g.key == r["goal"])]
+               for r in rows)
+    assert rows[-1]["note"] == "needs --official-path"
+    [catch] = [r for r in goals.goal_rows(fake_results(official=True), meta, commands)
+               if r["goal"] == "catch"]
+    assert (catch["ratio"], catch["status"]) == (2.5, "met")
+    table = goals.format_rows(rows).splitlines()
+    assert len(table) == 1 + len(rows) + 1 + len(set(commands.values()) - {commands["launch"]})
+    assert table[1].split()[:6] == ["dense", "width", "1024,", "batch", "64", "1.50x"]
+
+
+def test_the_printed_targets_are_the_goal_table():
+    lines = goals.format_targets().splitlines()[1:]
+    assert [line.split()[:2] for line in lines] == \
+        [[g.key, f"{g.target:.1f}x"] for g in goals.GOALS]
+
+
+def test_the_command_runs_each_benchmark_and_names_no_local_folder(tmp_path, monkeypatch,
+                                                                  capsys):
+    fake, calls = fake_results(official=True), []
+
+    def official_of(bench):
+        return bench_all.CATCH_OFFICIAL if bench == "catch_speed" else []
+    monkeypatch.setattr(bench_all, "RUNS", {
+        bench: (module, lambda argv, bench=bench: calls.append((bench, argv)) or fake.get(bench),
+                [*official_of(bench), "--quick-run"], [*official_of(bench), "--full-run"])
+        for bench, (module, *_) in bench_all.RUNS.items()})
+    official = str(tmp_path / "CATCH")
+    monkeypatch.setattr(catch_speed, "official_classes", lambda path: None)  # a checkout
+    result = bench_all.main(["--store", "--folder", str(tmp_path), "--official-path", official])
+    with_path = [*bench_all.CATCH_OFFICIAL[:3], official]
+    assert calls == [(bench, [*(with_path if bench == "catch_speed" else []), "--full-run"])
+                     for bench in bench_all.RUNS]
+    [catch] = [r for r in result["goals"] if r["goal"] == "catch"]
+    assert catch["ratio"] == 2.5 and official not in catch["command"]
+    assert "--official-path DIR" in catch["command"]
+    printed = capsys.readouterr().out
+    assert "catch " in printed and official not in printed.split("Speed goals")[1]
+    calls.clear()
+    result = bench_all.main(["--quick"])  # no checkout: no CATCH run, a row saying why
+    assert [bench for bench, _ in calls] == [b for b in bench_all.RUNS if b != "catch_speed"]
+    assert all(argv == ["--quick-run"] for _, argv in calls)
+    [catch] = [r for r in result["goals"] if r["goal"] == "catch"]
+    assert catch["status"] == "not measured" and "--official-path" in catch["note"]
+
+
+def test_a_folder_without_the_official_catch_is_refused_before_any_benchmark(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench_all, "RUNS", {})
+    with pytest.raises(SystemExit):
+        bench_all.main(["--official-path", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "--official-path" in err and "CATCH_model.py" in err
 
 
 @pytest.mark.slow
-def test_one_command_stores_every_benchmark_with_its_labels(tmp_path, rt, monkeypatch):
+def test_one_command_measures_every_goal_and_stores_it(tmp_path, rt, monkeypatch):
     # each benchmark's own JSON goes to tmp_path/bench, not build/bench/, which
     # tests/test_benchmarks.py reads back, perhaps at the same time on another xdist worker
     monkeypatch.setattr(common, "OUT", tmp_path / "bench")
+    monkeypatch.setattr(bench_complex, "OUT", tmp_path / "bench" / "complex.json")
     result = bench_all.main(["--quick", "--store", "--folder", str(tmp_path)])
     [path] = tmp_path.glob("*.json")
     saved = json.loads(path.read_text())
     assert saved == json.loads(json.dumps(result))
-    assert {"device", "driver", "platform_version", "date", "type", "profile"} <= set(saved["meta"])
-    assert saved["meta"]["device"] == rt.device.name.strip()
-    assert saved["dense"] and saved["train_step"] and saved["launch"]
+    meta = saved["meta"]
+    assert {"device", "platform", "platform_version", "driver", "type", "profile", "cpu", "isa",
+            "pyopencl_ctx", "date"} <= set(meta)
+    assert meta["device"] == rt.device.name.strip() and meta["profile"] == rt.profile
+    assert path.name == bench_all.file_name(meta)
+    assert find_device(meta["pyopencl_ctx"]).int_ptr == rt.device.int_ptr
+    for bench in ("dense", "train_step", "seed_experiment", "complex", "launch"):
+        assert saved[bench], bench
+    assert "catch_speed" not in saved  # no official checkout given
+    rows = saved["goals"]
+    assert [g.key for g in goals.GOALS] == list(dict.fromkeys(r["goal"] for r in rows))
+    assert all(r["status"] == goals.status(r["ratio"], r["target"]) for r in rows)
+    assert all(r["ratio"] > 0 for r in rows if r["goal"] != "catch")
+    assert [r["status"] for r in rows if r["goal"] == "catch"] == ["not measured"]
+    assert all(r["command"].startswith(f"PYOPENCL_CTX={meta['pyopencl_ctx']} ") for r in rows)
+    # what notebook 03 reads back: the dense figures and the goal table
+    assert stored_results("goals", tmp_path) == [{"meta": meta, "rows": rows}]
+    assert stored_results("dense", tmp_path)[0]["rows"] == saved["dense"]
 
 
 def test_gpu_rooflines_are_a_model_of_published_figures():

@@ -8,6 +8,7 @@ from nnlib import reference as ref
 from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
+from nnlib.layers.dense_params import lanes_by_default, lanes_candidates, lanes_params
 
 from .gradcheck import numeric_grad
 
@@ -21,8 +22,11 @@ def shapes(rt):
             (9, 37, 21), (33, big, 5), (17, 6, big), (6, 11, 4)]
 
 
-def run_layer(rt, variant, act, batch, n_in, n_out, rng):
+def run_layer(rt, variant, act, batch, n_in, n_out, rng, params=None):
+    """A fresh layer's forward and backward (its kernels' ``params`` if given)."""
     layer = nnlib.Dense(n_in, n_out, activation=act, seed=3, variant=variant, runtime=rt)
+    if params is not None:
+        layer.kernels = DenseKernels(rt, params=params)
     x = rng.standard_normal((batch, n_in)).astype(np.float32)
     dy = rng.standard_normal((batch, n_out)).astype(np.float32)
     y = layer.forward(x).get()
@@ -30,11 +34,10 @@ def run_layer(rt, variant, act, batch, n_in, n_out, rng):
     return layer, x, dy, y, dx
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("act", ACTS)
-def test_forward_and_backward_match_reference(rt, rng, variant, act):
-    for batch, n_in, n_out in shapes(rt):
-        layer, x, dy, y, dx = run_layer(rt, variant, act, batch, n_in, n_out, rng)
+def check_layer(rt, rng, variant, act, sizes, params=None):
+    """:func:`run_layer` on each (batch, n_in, n_out) of ``sizes`` against the reference."""
+    for batch, n_in, n_out in sizes:
+        layer, x, dy, y, dx = run_layer(rt, variant, act, batch, n_in, n_out, rng, params)
         w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
         z = x.astype(np.float64) @ w.T + b
         want = ref.activate(z, act)
@@ -43,6 +46,12 @@ def test_forward_and_backward_match_reference(rt, rng, variant, act):
         np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("act", ACTS)
+def test_forward_and_backward_match_reference(rt, rng, variant, act):
+    check_layer(rt, rng, variant, act, shapes(rt))
 
 
 def test_variants_agree_on_a_large_batch(rt, rng):
@@ -147,13 +156,14 @@ def test_device_array_input_is_used_as_is(rt, rng):
     np.testing.assert_array_equal(layer.forward(rt.to_device(x)).get(), layer.forward(x).get())
 
 
-def every_candidate():
-    """(product, params) for every parameter set the tuner may choose on this device."""
+def every_candidate(source=candidates):
+    """(product, params) for every parameter set the tuner may choose on this device (of
+    ``source``'s choosing: e.g. ``lanes_candidates``, those of the lanes design)."""
     rt = nnlib.get_runtime()
     out = []
     for product in PRODUCTS:
         for shape in TUNE_SHAPE:
-            out += [(product, c) for c in candidates(rt, product, shape)
+            out += [(product, c) for c in source(rt, product, shape)
                     if (product, c) not in out]
     return out
 
@@ -185,19 +195,41 @@ def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("product, params", every_candidate(lanes_candidates),
+                         ids=lambda v: v if isinstance(v, str) else build_options(v))
+def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
+    """The lanes design (dense.cl's TN_LANES) is correct on every device, also where the
+    tuner does not try it."""
+    test_every_tuning_candidate_matches_reference(rt, rng, product, params)
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_lanes_design_matches_reference_for_every_activation(rt, rng, act):
+    """All three products in the lanes design, each activation (softmax of up to four
+    outputs in the forward kernel itself), odd sizes, batch 1 and a batch above a tile."""
+    params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
+    check_layer(rt, rng, "blocked", act, [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)],
+                params)
+
+
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
     """The search space: tile rows per batch class, both load styles, fma, two widths, two
     work-group sizes, the gradients with and without a local-memory k-block; the default is
     always a candidate."""
     for product in PRODUCTS:
         for shape in TUNE_SHAPE:
-            found = candidates(rt, product, shape)
-            assert default_params(rt, product) in found
+            everything = candidates(rt, product, shape)
+            assert default_params(rt, product) in everything
+            found = [c for c in everything if not c.get("TN_LANES")]  # the tiles design
+            lanes = lanes_candidates(rt, product, shape)
+            assert all(c in everything for c in lanes) == lanes_by_default(rt) == \
+                (lanes_params(rt, product, shape) in everything)
             for key in ("VLOAD", "FMA", "VW", "LOCAL"):
                 one_width = key == "VW" and rt.limits.widest_vector < 8  # dense.cl needs 4+
                 assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
             if product != "forward":
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
+            assert {c.get("DZT", 0) for c in found} == ({0, 1} if product == "weight" else {0})
     wide_forward = candidates(rt, "forward", "wide")
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
@@ -205,6 +237,18 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
+
+
+def test_transpose_matches_numpy(rt, rng):
+    """The weight gradient's transpose of dZ (DZT): partial 4 x 4 blocks at both edges, one
+    row, one column, and more rows than a work-group holds work-items."""
+    launcher, big = rt.launcher("dense", "transpose"), 4 * rt.max_work_group_size + 5
+    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6)]:
+        a = rng.standard_normal((rows, cols)).astype(np.float32)
+        out = rt.empty((cols, rows))
+        launcher(((rows + 3) // 4, (cols + 3) // 4), None, rt.to_device(a).data, out.data,
+                 np.int32(rows), np.int32(cols))
+        np.testing.assert_array_equal(out.get(), a.T)
 
 
 def test_wide_layer_uses_the_wide_class_and_matches_reference(rt, rng):

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import nnlib
-from nnlib import intel_runtime
+from nnlib import doctor, intel_runtime
 
 RUNTIME = {"intel-opencl-rt": {"tbb", "intel-cmplr-lic-rt"}, "intel-cmplr-lib-rt": set(),
            "intel-cmplr-lic-rt": set(), "tbb": {"tcmlib"}, "tcmlib": set(),
@@ -46,3 +46,12 @@ def test_install_outside_a_virtual_environment_is_refused(monkeypatch):
 def test_an_installed_runtime_is_a_device_that_compiles():
     found = [d for d in nnlib.devices() if d["platform"].startswith("Intel(R) OpenCL")]
     assert found and all(d["compiles"] and d["type"] == "CPU" for d in found)
+
+
+def test_offer_outside_a_virtual_environment_says_why_and_installs_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "base_prefix", sys.prefix)
+    monkeypatch.setattr(intel_runtime, "installed", lambda: False)
+    monkeypatch.setattr(intel_runtime, "install", lambda: pytest.fail("installed anyway"))
+    monkeypatch.setattr(doctor, "main", lambda: 0)
+    assert doctor.cli(["--offer-intel"]) == 0
+    assert "not installing Intel's CPU runtime: " in capsys.readouterr().out

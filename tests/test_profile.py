@@ -75,19 +75,21 @@ def test_one_vector_width_rule(gpu):
     assert [vector_width(p, (4, 8, 16)) for p in (1, 2, 4, 8, 16)] == [4, 4, 4, 8, 16]
     assert [vector_width(p, (2, 4, 8)) for p in (1, 2, 8, 16)] == [2, 2, 8, 8]
     assert [vector_width(p) for p in (1, 2, 4, 8, 16)] == [1, 2, 4, 8, 16]
-    assert dense_params.default_params(gpu, "input")["VW"] == 4
+    assert dense_params.default_params(gpu, "input", lanes=False)["VW"] == 4
     assert conv.tile_candidates(gpu)[0]["CV"] == 4
     assert optim.default_params(gpu)["VW"] == 1
     assert vector_width(gpu.vector_width, fft.ROW_WIDTHS) == 2
 
 
 def test_gpu_profile_dense_path_matches_numpy(gpu, rng):
-    """The GPU path: 4-wide vectors, work-groups of 64, a layer wider than 1024."""
+    """The GPU path: the forward's 4-wide vectors, the gradients' lanes design, work-groups
+    of 64, a layer wider than 1024."""
     n_in = gpu.max_work_group_size + 5
     layer = nnlib.Dense(n_in, 7, "tanh", seed=1, runtime=gpu)
     for product in ("forward", "input", "weight"):
         params = layer.kernels.params(product, 3)
-        assert params["VW"] == 4 and params["LOCAL"] == 64
+        assert params.get("VW", 4) == 4 and params["LOCAL"] == 64
+        assert params.get("TN_LANES", 0) == (product != "forward")
     x = rng.standard_normal((3, n_in)).astype(np.float32)
     dy = rng.standard_normal((3, 7)).astype(np.float32)
     y = layer.forward(x).get()

@@ -1,13 +1,18 @@
-"""The benchmarks a reader with a GPU runs, in one command, and the figures it keeps.
+"""Every speed goal (nnlib.bench.goals) measured in one command, and the figures it keeps.
 
-    python -m nnlib.bench.all --store     # on the default device (PYOPENCL_CTX picks another)
+    python -m nnlib.bench.all [--store] [--official-path DIR]   # PYOPENCL_CTX picks the device
 
-Runs, on the default OpenCL device: the dense layer (width 1024, batches 1 to 256, forward
-and forward + backward, numpy and PyTorch in the same run), one MLP training step at batch
-64 and 1, and launch and transfer costs. With ``--store`` it writes
-``nnlib/bench/stored/<device>.json``: the device, its driver and the date in "meta", and each
-benchmark's rows. Notebook 03 draws every stored file beside the figures it measures live;
-send yours (a pull request) to add your GPU.
+Runs, on the default OpenCL device, each goal's benchmark through its ``main(argv)``: the
+dense layer (width 1024; numpy and PyTorch in the same run), one MLP training step at batch
+64 and 1, the article's epochs (``net.fit``), the FFT and the complex convolution, CATCH
+against the official PyTorch model (only with ``--official-path``, a checkout of
+decisionintelligence/CATCH; "not measured" without one), and launch costs. Then prints one
+table: each goal's measured ratio, its target, met or NOT met, and the command that
+reproduces the row. ``--quick`` runs tiny variants (a smoke test, seconds; its ratios mean
+nothing). With ``--store`` it writes ``nnlib/bench/stored/<name>.json``: "meta" (the device,
+its platform and driver, the CPU model and its vector ISA, the date), the table ("goals") and
+each benchmark's rows. Notebook 03 draws every stored file beside the figures it measures
+live; send yours (a pull request) to add your device.
 
 Used in notebooks/03_cpu_vs_gpu.
 """
@@ -17,43 +22,125 @@ import datetime
 import json
 import platform
 import re
+import shlex
 from pathlib import Path
 
-from . import dense, launch, train_step
-from .common import STORED, shown
+import pyopencl as cl
 
-DENSE_QUICK = ["--widths", "64", "--batches", "1", "16", "--repeat", "1"]
-DENSE_FULL = ["--widths", "1024", "--batches", "1", "16", "64", "256", "--repeat", "7",
-              "--article-max-width", "1024"]
-STEP_QUICK = ["--batches", "2", "--steps", "2", "--repeat", "1", "--no-tinygrad"]
-STEP_FULL = ["--batches", "64", "1", "--steps", "20", "--repeat", "7", "--no-tinygrad"]
-LAUNCH_QUICK = ["--count", "3", "--repeat", "1", "--sizes", "64"]
-LAUNCH_FULL = ["--count", "200", "--repeat", "7"]
+from . import catch, dense, goals, launch, seed_experiment, train_step
+from . import complex as bench_complex
+from .common import STORED, cpu_model, shown
+
+OFFICIAL = "DIR"  # the official CATCH checkout in RUNS and in the commands printed and stored
+
+
+# CATCH at the course's sizes: the official defaults (210 M parameters) take minutes a batch
+# on a CPU.
+CATCH_OFFICIAL = ["--compare", "official", "--official-path", OFFICIAL]
+# benchmark: (its module, its main(argv) -> rows, quick argv, full argv)
+RUNS = {
+    "dense": ("dense", dense.main,
+              ["--widths", "1024", "--batches", "64", "--repeat", "1", "--article-max-width", "0"],
+              ["--widths", "1024", "--batches", "1", "16", "64", "256", "--repeat", "7",
+               "--article-max-width", "0"]),
+    "train_step": ("train_step", train_step.main,
+                   ["--batches", "64", "1", "--steps", "2", "--repeat", "1", "--no-tinygrad"],
+                   ["--batches", "64", "1", "--steps", "20", "--repeat", "7", "--no-tinygrad"]),
+    "seed_experiment": ("seed_experiment", seed_experiment.main,
+                        ["--samples", "20", "--epochs", "1"],
+                        ["--samples", "2000", "--batch", "64", "--epochs", "3"]),
+    "complex": ("complex", bench_complex.main, ["--quick", "--repeat", "1"], ["--repeat", "7"]),
+    "catch_speed": ("catch", catch.main,
+                    [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "1", "--threads", "2"],
+                    [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "10", "--threads", "2"]),
+    "launch": ("launch", launch.main, ["--count", "3", "--repeat", "1", "--sizes", "64"],
+               ["--count", "200", "--repeat", "7"]),
+}
+
+
+def context_index(device) -> str:
+    """``device`` as a PYOPENCL_CTX value, "platform:device" indices."""
+    for p, plat in enumerate(cl.get_platforms()):
+        for d, dev in enumerate(plat.get_devices()):
+            if dev.int_ptr == device.int_ptr:
+                return f"{p}:{d}"
+    raise LookupError(f"{device.name.strip()} is not among this machine's OpenCL devices")
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set:
+    """The CPU's feature flags ("flags" on x86, "Features" on Arm); empty if unreadable."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def isa_level(flags: set) -> str:
+    """The widest float vector instructions in ``flags``: AVX-512, AVX2, AVX, SSE4.2, NEON."""
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                       ("sse4_2", "SSE4.2"), ("asimd", "NEON")):
+        if flag in flags:
+            return name
+    return "unknown"
 
 
 def device_meta(rt) -> dict:
-    """Who measured: the device, its driver, the profile, the host and the date."""
+    """Who measured: the device, its platform and driver, its real type (the profile says
+    whether NNLIB_PROFILE=gpu was on), the host's CPU and vector ISA, and the date."""
+    from nnlib.opencl_devices import device_limits
+
     d = rt.device
     return {"device": d.name.strip(), "platform": d.platform.name.strip(),
             "platform_version": d.platform.version.strip(), "driver": d.driver_version.strip(),
-            "type": rt.limits.kind, "profile": rt.profile, "host": platform.processor() or
-            platform.machine(), "date": datetime.date.today().isoformat()}
+            "type": device_limits(d, "device").kind, "profile": rt.profile,
+            "pyopencl_ctx": context_index(d), "cpu": cpu_model(), "isa": isa_level(cpu_flags()),
+            "host": platform.machine(), "date": datetime.date.today().isoformat()}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def file_name(meta: dict) -> str:
-    """``<device>.json`` in lower case, e.g. ``nvidia-geforce-rtx-4090.json``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", meta["device"].lower()).strip("-") or "device"
-    return f"{slug}{'-gpu-profile' if meta['profile'] == 'gpu' else ''}.json"
+    """``<device>.json`` for a GPU (``nvidia-geforce-rtx-4090.json``); for a CPU device the
+    CPU model, its vector ISA (a virtual machine may name only "AMD EPYC"), the OpenCL
+    platform and its driver, so that two OpenCL builds on one CPU (Debian's and PyPI's PoCL)
+    keep a file each (``amd-epyc-avx-512-portable-computing-language-3-1-debian.json``);
+    ``-gpu-profile`` added under NNLIB_PROFILE=gpu."""
+    if meta["type"] == "CPU":
+        name = "-".join(slug(meta[k]) for k in ("cpu", "isa", "platform", "driver"))
+    else:
+        name = slug(meta["device"])
+    return f"{name or 'device'}{'-gpu-profile' if meta['profile'] == 'gpu' else ''}.json"
 
 
-def run(quick: bool = False) -> dict:
-    """Every benchmark on the default device: {"meta": ..., "dense": rows, ...}."""
+def command(module: str, argv: list, meta: dict) -> str:
+    env = f"PYOPENCL_CTX={meta['pyopencl_ctx']} "
+    if meta["profile"] == "gpu":
+        env += "NNLIB_PROFILE=gpu "
+    return f"{env}python -m nnlib.bench.{module} {shlex.join(argv)}"
+
+
+def run(quick: bool = False, official: str | None = None) -> dict:
+    """Every goal's benchmark on the default device: {"meta", "goals": the table's rows,
+    and each benchmark's rows under its name}; CATCH only with ``official``."""
     import nnlib
 
     result = {"meta": device_meta(nnlib.get_runtime())}
-    result["dense"] = dense.main(DENSE_QUICK if quick else DENSE_FULL)
-    result["train_step"] = train_step.main(STEP_QUICK if quick else STEP_FULL)
-    result["launch"] = launch.main(LAUNCH_QUICK if quick else LAUNCH_FULL)
+    commands, missing = {}, {}
+    for bench, (module, fn, quick_argv, full_argv) in RUNS.items():
+        argv = quick_argv if quick else full_argv
+        commands[bench] = command(module, argv, result["meta"])
+        if OFFICIAL in argv and not official:
+            missing[bench] = ("needs --official-path, a checkout of decisionintelligence/CATCH "
+                              "(and einops)")
+            continue
+        print(f"== {commands[bench]}", flush=True)
+        result[bench] = fn([official if a == OFFICIAL else a for a in argv])
+    result["goals"] = goals.goal_rows(result, result["meta"], commands, missing)
     return result
 
 
@@ -87,11 +174,20 @@ def plot_dense(ax, live_rows: list, live_label: str, stored: list, n: int = 1024
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", action="store_true",
-                        help="write nnlib/bench/stored/<device>.json")
+                        help="write nnlib/bench/stored/<name>.json")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    parser.add_argument("--official-path", help="a checkout of decisionintelligence/CATCH: "
+                        "also time CATCH against it")
     parser.add_argument("--folder", type=Path, default=STORED, help="where --store writes")
     args = parser.parse_args(argv)
-    result = run(args.quick)
+    if args.official_path:  # before the benchmarks' minutes, not after them
+        from .catch_speed import official_classes
+        try:
+            official_classes(args.official_path)
+        except (FileNotFoundError, ImportError) as err:
+            parser.error(f"--official-path: {err}")
+    result = run(args.quick, args.official_path)
+    print("\n" + goals.format_table(result["meta"], result["goals"]))
     if args.store:
         print(f"wrote {shown(store(result, args.folder))}")
     return result

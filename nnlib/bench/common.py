@@ -54,13 +54,41 @@ def median_s(fn, repeat: int) -> float:
     return float(np.median(times))
 
 
+SETTLE_STEP_S = 0.01  # how often settle() looks at the process's CPU time
+SETTLE_MAX_S = 0.5  # settle() gives up after this long (threads that never go idle)
+BUSY_SHARE = 0.1  # the process counts as idle while its CPU time grows slower than this
+TURN_CALLS = 3  # timed calls per turn of interleaved_s
+
+
+def settle() -> None:
+    """Wait until this process's threads have gone idle: its CPU time (every thread's) grows
+    by less than BUSY_SHARE of the wall time over a SETTLE_STEP_S step, or SETTLE_MAX_S has
+    passed. Thread pools keep their threads spinning for a while after each call (OpenBLAS
+    until its THREAD_TIMEOUT, PoCL's workers too), and on a machine with few cores those
+    threads take cores from whatever runs next in the process."""
+    start = time.perf_counter()
+    cpu = time.process_time()
+    while time.perf_counter() - start < SETTLE_MAX_S:
+        time.sleep(SETTLE_STEP_S)
+        now = time.process_time()
+        if now - cpu < BUSY_SHARE * SETTLE_STEP_S:
+            return
+        cpu = now
+
+
 def interleaved_s(runs: dict, repeat: int) -> dict:
     """Median seconds of each ``runs[name]`` over ``repeat`` rounds, the runs taking turns
     within each round, so that a burst of load from other processes slows all of them
     rather than one: ratios of the medians are steadier than separately timed medians.
 
+    Each turn first lets the previous run's threads go idle (:func:`settle`): a run timed
+    while the one before still spins (numpy's OpenBLAS threads, PoCL's workers) loses cores
+    to it, and on a 2-core machine whichever ran second would look several times slower
+    than alone. Then one untimed call (its own threads and the cores' clocks waking up) and
+    TURN_CALLS timed ones; the median is over every timed call of every round.
+
     A run is ``fn`` or ``(fn, context)``: ``context()`` (e.g. a BLAS thread limit) is entered
-    before the timed call and left after it. Each run is warmed up as in :func:`median_s`.
+    for the whole turn. Each run is first warmed up as in :func:`median_s`.
     """
     plain = {name: r if isinstance(r, tuple) else (r, contextlib.nullcontext)
              for name, r in runs.items()}
@@ -73,10 +101,13 @@ def interleaved_s(runs: dict, repeat: int) -> dict:
     times: dict = {name: [] for name in plain}
     for _ in range(repeat):
         for name, (fn, context) in plain.items():
+            settle()
             with context():
-                start = time.perf_counter()
                 fn()
-                times[name].append(time.perf_counter() - start)
+                for _ in range(TURN_CALLS):
+                    start = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - start)
     return {name: float(np.median(t)) for name, t in times.items()}
 
 

@@ -105,11 +105,11 @@ def bench_fft(rt, rng, repeat, rows, n):
     return [(f"fft ({fft.plan(rt, n).kind})", f"{rows} rows x n={n}", flops, dev, ref)]
 
 
-def main():
+def main(argv=None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rt = nnlib.get_runtime()
     rng = np.random.default_rng(0)
     scale = 8 if args.quick else 1
@@ -133,6 +133,7 @@ def main():
     OUT.write_text(json.dumps({"device": repr(rt), "numpy": np.__version__,
                                "results": results}, indent=1))
     print(f"wrote {shown(OUT)}")
+    return results
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import tuning
 from ..sizes import ceil_div
-from .dense_params import (PRODUCTS, TUNE_SHAPE, TUNE_WIDTH, WIDE_TUNE_WIDTH, build_options,
-                           candidates, default_params, shape_class, work_group)
+from .dense_params import (PRODUCTS, TUNE_SHAPE, build_options, candidates, default_params,
+                           shape_class, work_group)
 
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
@@ -70,7 +70,10 @@ class BlockedDenseKernels:
         n_out = w.shape[0]
         i32 = np.int32
         launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
-        grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, NT_J))
+        if p.get("TN_LANES"):  # dimension 0 along the outputs, one per work-item
+            grid = (n_out, ceil_div(batch, p["NT_I"]))
+        else:
+            grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, NT_J))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
 
@@ -78,7 +81,10 @@ class BlockedDenseKernels:
         """C (+)= P^T B on the gemm_tn ``kernel`` of a layer of ``weights`` weights;
         ``extra`` are the arguments after nk."""
         launcher, prm, local = self._launcher(product, batch, weights, kernel)
-        grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
+        if prm.get("TN_LANES"):  # dimension 0 along the columns, TN_V columns a work-item
+            grid = (ceil_div(ncols, prm["TN_V"]), ceil_div(nrows, prm["TN_R"]))
+        else:
+            grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
                         i32(nrows), i32(ncols), i32(nk), *extra)
@@ -95,18 +101,26 @@ class BlockedDenseKernels:
 
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
         """dw += dz^T x and db += column sums of dz (or = without ``accumulate``), in one
-        launch."""
+        launch; with the parameter DZT and a batch above 1, after a transpose of dz, so that
+        gemm_tn reads each row of dz^T (a column of dz) contiguously."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
-        return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, n_out, 1, x, dw,
+        strides = (n_out, 1)
+        params = self._launcher("weight", batch, n_in * n_out, "gemm_tn_rowsum")[1]
+        if batch > 1 and params.get("DZT"):
+            dz_t = self.runtime.empty((n_out, batch))
+            self.runtime.launcher("dense", "transpose")(
+                (ceil_div(batch, 4), ceil_div(n_out, 4)), None, dz.data, dz_t.data,
+                np.int32(batch), np.int32(n_out))
+            dz, strides = dz_t, (1, batch)
+        return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, *strides, x, dw,
                         n_out, n_in, batch, np.int32(accumulate), db.data)
 
 
 def measure(rt, product: str, shape: str, params: dict) -> float:
     """Seconds per launch of ``product`` with ``params`` on the representative problem of
-    class ``shape`` (batch, TUNE_WIDTH -> TUNE_WIDTH, tanh; wide: WIDE_TUNE_WIDTH), data on
-    the device."""
-    batch, n = TUNE_SHAPE[shape], WIDE_TUNE_WIDTH if shape == "wide" else TUNE_WIDTH
+    class ``shape`` (TUNE_SHAPE's batch, n -> n, tanh), data on the device."""
+    batch, n = TUNE_SHAPE[shape]
     rng = np.random.default_rng(0)
     x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
                 for s in ((batch, n), (n, n), (batch, n)))

@@ -11,17 +11,17 @@ from ..sizes import vector_width
 
 PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked design
 # Batch classes: the tile that suits batch 64 wastes most of its rows on batch 1, so each
-# class is tuned on its own representative problem (batch, 512 -> 512).
+# class is tuned on its own representative problem, (batch, n -> n) in TUNE_SHAPE. Batch
+# 64 at 1024 -> 1024: rows 4 KiB apart map to the same few cache sets, which the gradients'
+# tiles must survive (at 512 the tuner chose tiles that lost at 1024).
 BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
-TUNE_SHAPE = {"b1": 1, "b4": 4, "b64": 64, "wide": 256}
-TUNE_WIDTH = 512
 # Layers of at least WIDE_WEIGHTS weights (CATCH's flatten heads at the official sizes:
-# 5888 x 5888) are their own class, tuned on (256, WIDE_TUNE_WIDTH -> WIDE_TUNE_WIDTH): their
-# operands no longer fit the caches, and the tile order that wins at 512 loses there.
+# 5888 x 5888) are their own class, tuned on (256, 2048 -> 2048): their operands no longer
+# fit the caches, and the tile order that wins at 512 loses there.
 WIDE_WEIGHTS = 2048 * 2048
-WIDE_TUNE_WIDTH = 2048
+TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "wide": (256, 2048)}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
-LAUNCH_KEYS = ("LOCAL", "LOCAL_J")  # parameters of the launch, not build options
+LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT")  # parameters of the launch, not build options
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
@@ -35,21 +35,28 @@ def shape_class(product: str, batch: int, weights: int = 0) -> str:
     return next(name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
 
 
-def _tn_vectors(vw: int) -> int:
-    """gemm_tn's vectors per tile row: 16 columns (two AVX2 registers, the width of the
-    classic 6 x 16 CPU micro-kernel), at least one vector."""
-    return max(1, 16 // vw)
+def _tn_tile(vw: int, shape: str) -> tuple:
+    """gemm_tn's tile (TN_R rows, TN_V vectors of vw floats): 6 rows of 16 columns (two AVX2
+    registers a row, the classic 6 x 16 CPU micro-kernel, 12 accumulators), at least one
+    vector; at width 16 (AVX-512, 32 registers) 4 rows of 4 vectors, 16 accumulators (6 rows
+    of one vector left the wide registers waiting on their loads, 7 per 6 FMAs), except in
+    the wide class, whose tiles were measured at 16 columns."""
+    if vw >= 16 and shape != "wide":
+        return 4, 4
+    return 6, max(1, 16 // vw)
 
 
 # gemm_tn's k-block copied to local memory (0: none): the input gradient reads W's columns
-# over all n_out rows, the weight gradient x's over the batch.
+# over all n_out rows, the weight gradient x's over the batch. A CPU's defaults copy them
+# only for tiles of 16 columns (the input gradient's, and both gradients of a wide layer);
+# the tuner tries them on the others.
 K_BLOCK = {"input": 256, "weight": 64}
 # gemm_nt's k-blocks the tuner tries on wide layers, on work-groups of LOCAL / NT_LOCAL_J x
 # NT_LOCAL_J tiles (rows of x by rows of W).
 NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
-def default_params(rt, product: str, shape: str = "b64") -> dict:
+def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = None) -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs.
     Work-groups of twice the device's preferred multiple: 64 on a GPU (or the GPU profile),
     two warps; 16 on PoCL's CPUs (multiple 8), which run a work-group as one task, where 16
@@ -59,19 +66,25 @@ def default_params(rt, product: str, shape: str = "b64") -> dict:
     6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
     columns with k-blocks of 1024. A CPU whose compiler vectorises across work-items
     (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4 tiles,
-    split into scalars, need it to be fast."""
+    split into scalars, need it to be fast. The gradients of a device that vectorises
+    across work-items (or a GPU) take the lanes design (:func:`lanes_params`); ``lanes``
+    False: the tiles whatever the device."""
+    if product != "forward" and (lanes_by_default(rt) if lanes is None else lanes):
+        return lanes_params(rt, product, shape)
     vw = vector_width(rt.vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
         return {"NT_I": 6 if wide_cpu else 2, **common}
-    out = {"TN_R": 6, "TN_V": _tn_vectors(vw), "TN_KB": 0 if rt.is_gpu else K_BLOCK[product],
+    rows, vectors = _tn_tile(vw, shape)
+    k_block = not rt.is_gpu and vectors * vw <= 16 and (product == "input" or wide_cpu)
+    out = {"TN_R": rows, "TN_V": vectors, "TN_KB": K_BLOCK[product] if k_block else 0,
            **common}
     if wide_cpu and product == "weight":
         out["TN_ORDER"] = 1
     if wide_cpu and product == "input":
-        out["TN_V"] *= 2
+        out["TN_V"] *= 2  # 32 columns
         if 4 * out["TN_KB"] * out["TN_V"] * vw * 4 <= rt.limits.local_mem_size:  # its panel
             out["TN_KB"] *= 4
     return out
@@ -85,15 +98,16 @@ def candidates(rt, product: str, shape: str) -> list:
     default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
     tile at twice the width (half, at the widest); for the gradients, the default without
-    and with another local-memory k-block and with the work-groups in column order; for a
+    and with another local-memory k-block and with the work-groups in column order; for the
+    weight gradient, the default on dZ transposed first (DZT), both load styles; for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
     and of W); the default with fma() (without, where the default has it) and with a
     work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
-    if product == "weight":  # rows of dW (n_out), whatever the batch
-        rows = (4, 6, 8)
-    base = default_params(rt, product, shape)
+    base = default_params(rt, product, shape, lanes=False)
+    if product == "weight":  # rows of dW (n_out), whatever the batch; 6 x 4 vectors at most
+        rows = (4, 6, 8) if base["TN_V"] < 4 else (4, 6)
     wide = vector_width(2 * base["VW"], WIDTHS, rt.limits.widest_vector)
     if wide == base["VW"]:  # already the widest the compiler emits: half as wide instead
         wide = vector_width(base["VW"] // 2, WIDTHS)
@@ -101,7 +115,7 @@ def candidates(rt, product: str, shape: str) -> list:
     def tile(r, vw):
         if product == "forward":
             return {"NT_I": r, "VW": vw}
-        return {"TN_R": r, "TN_V": _tn_vectors(vw), "VW": vw}
+        return {"TN_R": r, "TN_V": _tn_tile(vw, shape)[1], "VW": vw}
 
     out = [base, default_params(rt, product), dict(base, VLOAD=0)]
     out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
@@ -110,10 +124,60 @@ def candidates(rt, product: str, shape: str) -> list:
         other = 4 * K_BLOCK[product] if base["TN_KB"] == K_BLOCK[product] else K_BLOCK[product]
         out += [dict(base, TN_KB=kb, VLOAD=v) for kb in (0, other) for v in (1, 0)]
         out.append(dict(base, TN_ORDER=1))
+    if product == "weight":
+        out += [dict(base, DZT=1, VLOAD=v) for v in (1, 0)]
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
     out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
+    if lanes_by_default(rt):  # the lanes design: its default first, the others last
+        out = [default_params(rt, product, shape), *out, *lanes_candidates(rt, product, shape)]
     return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+def lanes_by_default(rt) -> bool:
+    """Whether the device runs neighbouring work-items in the lanes of one vector
+    instruction: Intel's CPU runtime (``Limits.vectorises_across_work_items``) and GPUs. The
+    lanes design (dense.cl's TN_LANES) is made for them: their gradients take it without
+    tuning, and the tuner tries it for every product."""
+    return rt.limits.vectorises_across_work_items or rt.is_gpu
+
+
+def _lanes(rt) -> int:
+    """The work-group size of the lanes design: one native float vector of a CPU that
+    vectorises across work-items, two warps on a GPU."""
+    if rt.limits.vectorises_across_work_items:
+        return rt.limits.widest_vector
+    return 2 * rt.work_group_multiple
+
+
+# The lanes design's tiles per product and batch class, most promising first: the forward's
+# rows of x per work-group (NT_I), the gradients' rows x columns per work-item (TN_R, TN_V).
+LANES_TILES = {
+    "forward": {"b1": (1, 2), "b4": (4, 2), "b64": (16, 8), "wide": (16, 8)},
+    "input": {"b1": ((1, 8), (1, 16), (2, 8)), "b4": ((4, 4), (2, 8)),
+              "b64": ((4, 4), (6, 4), (8, 2)), "wide": ((4, 4), (6, 4), (8, 2))},
+    "weight": {shape: ((4, 4), (6, 4), (8, 2), (4, 6)) for shape in TUNE_SHAPE},
+}
+
+
+def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
+    """The lanes design's parameters for ``product`` on class ``shape``: ``tile`` (default
+    the class's first) on work-groups of :func:`_lanes` work-items."""
+    tile = LANES_TILES[product][shape][0] if tile is None else tile
+    out = {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
+           "LOCAL": _lanes(rt)}
+    if product == "forward":
+        return {**out, "NT_I": tile}
+    return {**out, "TN_R": tile[0], "TN_V": tile[1]}
+
+
+def lanes_candidates(rt, product: str, shape: str) -> list:
+    """The lanes design's candidates: each tile of the class, the first also with fma()
+    (without, where it has it) and on work-groups four times larger."""
+    tiles = LANES_TILES[product][shape]
+    out = [lanes_params(rt, product, shape, t) for t in tiles]
+    first = out[0]
+    return out + [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
 
 
 def build_options(params: dict) -> tuple:

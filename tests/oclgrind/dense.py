@@ -22,6 +22,9 @@ blocked = nnlib.Dense(2 * 2 * forward["VW"] + 3, 7, "tanh", seed=1)
 blocked.kernels = DenseKernels(rt, params={"forward": dict(
     forward, NT_KB=2 * forward["VW"], LOCAL=4, LOCAL_J=2)})
 blocked.forward(rng.standard_normal((9, blocked.n_in)))
+# the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose
+blocked.kernels = DenseKernels(rt, params={"weight": dict(default_params(rt, "weight"), DZT=1)})
+blocked.backward(blocked.forward(rng.standard_normal((9, blocked.n_in))).get())
 net = nnlib.Sequential([nnlib.Dense(37, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
                        loss="cross_entropy")
 opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
