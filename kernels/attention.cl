@@ -14,12 +14,31 @@
 #define DQKV(g, t, part) (dqkv + ((size_t)(g) * n + (t)) * 3 * inner + (part) * inner)
 #define ROW(buf, g, h, i) (buf + (((size_t)(g) * heads + (h)) * n + (i)) * n)
 
+#include "dot4.h"
+
 inline float dot_dh(global const float *a, global const float *b, int dh)
 {
-    float s = 0.0f;
-    for (int d = 0; d < dh; ++d)
-        s += a[d] * b[d];
-    return s;
+    return dot4(a, b, dh);
+}
+
+// out[d] = sum_j c[j cs] x[j xs + d] for d < dh, j < n: four outputs at a time (vectors),
+// each the same sum in the same order as one at a time.
+inline void combine_rows(global float *out, global const float *c, int cs,
+                         global const float *x, int xs, int n, int dh)
+{
+    int d = 0;
+    for (; d + 4 <= dh; d += 4) {
+        float4 s = (float4)(0.0f);
+        for (int j = 0; j < n; ++j)
+            s += c[j * cs] * vload4(0, x + (size_t)j * xs + d);
+        vstore4(s, 0, out + d);
+    }
+    for (; d < dh; ++d) {
+        float s = 0.0f;
+        for (int j = 0; j < n; ++j)
+            s += c[j * cs] * x[(size_t)j * xs + d];
+        out[d] = s;
+    }
 }
 
 inline float masked_logit(float s, float m, float scale, float fill, int hard)
@@ -61,13 +80,8 @@ kernel void masked_attention_forward(global const float *qkv, global const float
         a[j] /= sum;
     lse[((size_t)g * heads + h) * n + i] = top + log(sum);
     // ### END SOLUTION
-    global float *o = out + ((size_t)g * n + i) * inner + h * dh;
-    for (int d = 0; d < dh; ++d) {
-        float s = 0.0f;
-        for (int j = 0; j < n; ++j)
-            s += a[j] * QKV(g, j, 2)[h * dh + d];
-        o[d] = s;
-    }
+    combine_rows(out + ((size_t)g * n + i) * inner + h * dh, a, 1, QKV(g, 0, 2) + h * dh,
+                 3 * inner, n, dh);
 }
 
 // One work-item per (query i, group g), looping over heads. With G the output gradient:
@@ -116,13 +130,7 @@ kernel void masked_attention_backward_query(global const float *qkv, global cons
                 ds[j] = scale * m[j] * dz;
             }
         }
-        global float *dq = DQKV(g, i, 0) + h * dh;
-        for (int d = 0; d < dh; ++d) {
-            float s = 0.0f;
-            for (int j = 0; j < n; ++j)
-                s += ds[j] * QKV(g, j, 1)[h * dh + d];
-            dq[d] = s;
-        }
+        combine_rows(DQKV(g, i, 0) + h * dh, ds, 1, QKV(g, 0, 1) + h * dh, 3 * inner, n, dh);
     }
 }
 
@@ -137,17 +145,10 @@ kernel void masked_attention_backward_keys(global const float *qkv, global const
     if (j >= n || h >= heads || g >= groups)
         return;
     int inner = heads * dh;
-    global float *dk = DQKV(g, j, 1) + h * dh;
-    global float *dv = DQKV(g, j, 2) + h * dh;
-    for (int d = 0; d < dh; ++d) {
-        float sk = 0.0f, sv = 0.0f;
-        for (int i = 0; i < n; ++i) {
-            sk += ROW(dscores, g, h, i)[j] * QKV(g, i, 0)[h * dh + d];
-            sv += ROW(probs, g, h, i)[j] * dout[((size_t)g * n + i) * inner + h * dh + d];
-        }
-        dk[d] = sk;
-        dv[d] = sv;
-    }
+    combine_rows(DQKV(g, j, 1) + h * dh, ROW(dscores, g, h, 0) + j, n, QKV(g, 0, 0) + h * dh,
+                 3 * inner, n, dh);
+    combine_rows(DQKV(g, j, 2) + h * dh, ROW(probs, g, h, 0) + j, n,
+                 dout + (size_t)g * n * inner + h * dh, inner, n, dh);
 }
 
 // ---------------------------------------------------------------- clustering loss
@@ -163,27 +164,19 @@ inline float norm_dh(global const float *a, int dh)
     return fmax(sqrt(dot_dh(a, a, dh)), 1e-12f);
 }
 
-// da += w (b / |b| - cos(a, b) a / |a|) / |a|: w times the gradient of cos(a, b) in a.
-inline void add_cos_grad(global float *da, global const float *a, global const float *b,
-                         float w, int dh)
+// da += w (b / |b| - cos(a, b) a / |a|) / |a|: w times the gradient of cos(a, b) in a,
+// given na = |a| (clamped as norm_dh); four elements at a time (vectors), then the rest.
+inline void add_cos_grad(global float *da, global const float *a, float na,
+                         global const float *b, float w, int dh)
 {
-    float na = norm_dh(a, dh), nb = norm_dh(b, dh);
+    float nb = norm_dh(b, dh);
     float c = dot_dh(a, b, dh) / (na * nb);
-    for (int d = 0; d < dh; ++d)
-        da[d] += w / na * (b[d] / nb - c * a[d] / na);
-}
-
-// c_ij for one pair, averaged over heads.
-inline float head_cosine(global const float *qkv, int g, int i, int j, int n, int heads,
-                         int dh)
-{
-    int inner = heads * dh;
-    float c = 0.0f;
-    for (int h = 0; h < heads; ++h) {
-        global const float *q = QKV(g, i, 0) + h * dh, *k = QKV(g, j, 1) + h * dh;
-        c += dot_dh(q, k, dh) / (norm_dh(q, dh) * norm_dh(k, dh));
-    }
-    return c / heads;
+    float wb = w / (na * nb), wa = w * c / (na * na);  // da += wb b - wa a: no division each
+    int d = 0;
+    for (; d + 4 <= dh; d += 4)
+        vstore4(vload4(0, da + d) + wb * vload4(0, b + d) - wa * vload4(0, a + d), 0, da + d);
+    for (; d < dh; ++d)
+        da[d] += wb * b[d] - wa * a[d];
 }
 
 // One work-item per (row i, group g): c_ij into cos (groups, n, n) and row_gi into rows.
@@ -196,9 +189,19 @@ kernel void channel_dc_forward(global const float *qkv, global const float *mask
         return;
     global const float *m = mask + ((size_t)g * n + i) * n;
     global float *c = cos_out + ((size_t)g * n + i) * n;
+    int inner = heads * dh;
+    for (int h = 0; h < heads; ++h) {  // sum over heads, |q_hi| once per head
+        global const float *q = QKV(g, i, 0) + h * dh;
+        float nq = norm_dh(q, dh);
+        for (int j = 0; j < n; ++j) {
+            global const float *k = QKV(g, j, 1) + h * dh;
+            float cos_h = dot_dh(q, k, dh) / (nq * norm_dh(k, dh));
+            c[j] = h == 0 ? cos_h : c[j] + cos_h;
+        }
+    }
     float top = -INFINITY;
     for (int j = 0; j < n; ++j) {
-        c[j] = head_cosine(qkv, g, i, j, n, heads, dh);
+        c[j] /= heads;
         top = fmax(top, c[j]);
     }
     float all = 0.0f, pos = 0.0f, off = 0.0f;
@@ -234,20 +237,23 @@ kernel void channel_dc_backward_query(global const float *qkv, global const floa
         top = fmax(top, c[j]);
     float all = 0.0f, pos = 0.0f;
     for (int j = 0; j < n; ++j) {
-        float e = exp((c[j] - top) / tau);
-        all += e;
-        pos += m[j] * e;
+        dc[j] = exp((c[j] - top) / tau);  // e_ij, replaced below
+        all += dc[j];
+        pos += m[j] * dc[j];
     }
     float off = n > 1 ? reg / (n * (n - 1.0f)) : 0.0f;
     for (int j = 0; j < n; ++j) {
-        float e = exp((c[j] - top) / tau);
+        float e = dc[j];
         dc[j] = w / (n * tau) * (e / all - m[j] * e / pos);
         dm[j] += w * (-e / (n * pos) + (j == i ? 0.0f : off));
     }
-    for (int h = 0; h < heads; ++h)
+    for (int h = 0; h < heads; ++h) {
+        global const float *q = QKV(g, i, 0) + h * dh;
+        float nq = norm_dh(q, dh);
         for (int j = 0; j < n; ++j)
-            add_cos_grad(DQKV(g, i, 0) + h * dh, QKV(g, i, 0) + h * dh, QKV(g, j, 1) + h * dh,
-                         dc[j] / heads, dh);
+            add_cos_grad(DQKV(g, i, 0) + h * dh, q, nq, QKV(g, j, 1) + h * dh, dc[j] / heads,
+                         dh);
+    }
 }
 
 // One work-item per (key j, group g): dk_hj += sum_i dc_ij / heads (q^_hi - cos_hij k^_hj) / |k_hj|.
@@ -258,8 +264,11 @@ kernel void channel_dc_backward_keys(global const float *qkv, global const float
     if (j >= n || g >= groups)
         return;
     int inner = heads * dh;
-    for (int h = 0; h < heads; ++h)
+    for (int h = 0; h < heads; ++h) {
+        global const float *k = QKV(g, j, 1) + h * dh;
+        float nk = norm_dh(k, dh);
         for (int i = 0; i < n; ++i)
-            add_cos_grad(DQKV(g, j, 1) + h * dh, QKV(g, j, 1) + h * dh, QKV(g, i, 0) + h * dh,
+            add_cos_grad(DQKV(g, j, 1) + h * dh, k, nk, QKV(g, i, 0) + h * dh,
                          dcos[((size_t)g * n + i) * n + j] / heads, dh);
+    }
 }

@@ -2,14 +2,26 @@
 // out (batch, channels, time): a "row" is one channel of one window. Every work-item writes
 // only its own outputs; sums over a batch run in one work-item, in a fixed order.
 
-// The mean and the biased variance of n values, in two passes (no cancellation).
+#include "dot4.h"
+
+// The mean and the biased variance of n values, in two passes (no cancellation), each
+// summed in the four lanes of a float4 (four chains of adds, not one), then the rest.
 inline float2 mean_var(global const float *x, int n)
 {
-    float m = 0.0f, v = 0.0f;
-    for (int i = 0; i < n; ++i)
+    float4 m4 = (float4)(0.0f), v4 = (float4)(0.0f);
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        m4 += vload4(0, x + i);
+    float m = (m4.x + m4.y) + (m4.z + m4.w);
+    for (; i < n; ++i)
         m += x[i];
     m /= n;
-    for (int i = 0; i < n; ++i)
+    for (i = 0; i + 4 <= n; i += 4) {
+        float4 d = vload4(0, x + i) - m;
+        v4 += d * d;
+    }
+    float v = (v4.x + v4.y) + (v4.z + v4.w);
+    for (; i < n; ++i)
         v += (x[i] - m) * (x[i] - m);
     return (float2)(m, v / n);
 }
@@ -50,18 +62,21 @@ kernel void revin_denorm(global const float *y, global const float *mean,
 }
 
 // ---------------------------------------------------------------- frequency patches
-// One work-item per output (k, channel c, patch-row b * patches + l): the spectrum
+// One work-item per output row (channel c, patch l, sample b): the spectrum
 // (batch, channels, t) cut into patches of size p with stride s, as CATCH's block layout
-// out[b, l, c, :] = [Re X[l s .. l s + p) | Im X[l s .. l s + p)].
+// out[b, l, c, :] = [Re X[l s .. l s + p) | Im X[l s .. l s + p)], p bins in a loop.
 kernel void freq_patches(global const float2 *spec, global float *out, int batch,
                          int channels, int t, int p, int s, int patches)
 {
-    int k = get_global_id(0), c = get_global_id(1), bl = get_global_id(2);
-    if (k >= 2 * p || c >= channels || bl >= batch * patches)
+    int c = get_global_id(0), l = get_global_id(1), b = get_global_id(2);
+    if (c >= channels || l >= patches || b >= batch)
         return;
-    int b = bl / patches, l = bl % patches;
-    float2 v = spec[((size_t)b * channels + c) * t + l * s + k % p];
-    out[((size_t)bl * channels + c) * 2 * p + k] = k < p ? v.x : v.y;
+    global const float2 *src = spec + ((size_t)b * channels + c) * t + l * s;
+    global float *dst = out + (((size_t)b * patches + l) * channels + c) * 2 * p;
+    for (int k = 0; k < p; ++k) {
+        dst[k] = src[k].x;
+        dst[p + k] = src[k].y;
+    }
 }
 
 // One work-item per output (k, row): the amplitude |X_k| of each bin of [Re | Im] patch
@@ -76,16 +91,19 @@ kernel void patch_amplitude(global const float *z, global float *out, int rows, 
     out[(size_t)r * p + k] = hypot(z[o + k], z[o + p + k]);
 }
 
-// One work-item per output element (d, j * n1 + i, a): out[a, j, i, d] = x[a, i, j, d], the
-// swap of axes 1 and 2 of (n0, n1, n2, n3). Its adjoint is the same swap with n1, n2 exchanged.
+// One work-item per row (i, j, a): out[a, j, i, :] = x[a, i, j, :], the swap of axes 1 and 2
+// of (n0, n1, n2, n3), its n3 values copied in a loop (no index division per value). Its
+// adjoint is the same swap with n1, n2 exchanged.
 kernel void swap_axes12(global const float *x, global float *out, int n0, int n1, int n2,
                         int n3)
 {
-    int d = get_global_id(0), ji = get_global_id(1), a = get_global_id(2);
-    if (d >= n3 || ji >= n1 * n2 || a >= n0)
+    int i = get_global_id(0), j = get_global_id(1), a = get_global_id(2);
+    if (i >= n1 || j >= n2 || a >= n0)
         return;
-    int j = ji / n1, i = ji % n1;
-    out[(((size_t)a * n2 + j) * n1 + i) * n3 + d] = x[(((size_t)a * n1 + i) * n2 + j) * n3 + d];
+    global const float *src = x + (((size_t)a * n1 + i) * n2 + j) * n3;
+    global float *dst = out + (((size_t)a * n2 + j) * n1 + i) * n3;
+    for (int d = 0; d < n3; ++d)
+        dst[d] = src[d];
 }
 
 // ---------------------------------------------------------------- mask generator
@@ -103,10 +121,7 @@ kernel void mask_sample(global const float *z, global const float *w,
     int d = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
     if (d >= n || c >= n || g >= groups)
         return;
-    global const float *zr = z + ((size_t)g * n + c) * width;
-    float a = 0.0f;
-    for (int k = 0; k < width; ++k)
-        a += w[(size_t)d * width + k] * zr[k];
+    float a = dot4(w + (size_t)d * width, z + ((size_t)g * n + c) * width, width);
     size_t at = ((size_t)g * n + c) * n + d;
     float u = sharpen * a + noise[at];
     float y = 1.0f / (1.0f + exp(-u));
@@ -152,17 +167,25 @@ kernel void layer_norm_forward(global const float *x, global const float *gamma,
     rstd[r] = rs;
 }
 
-// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)).
+// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)),
+// added to dx when accumulate != 0 (a residual branch's sum).
 kernel void layer_norm_backward_input(global const float *dy, global const float *gamma,
                                       global const float *xhat, global const float *rstd,
-                                      global float *dx, int rows, int c)
+                                      global float *dx, int rows, int c, int accumulate)
 {
     int r = get_global_id(0);
     if (r >= rows)
         return;
     size_t o = (size_t)r * c;
-    float m1 = 0.0f, m2 = 0.0f;
-    for (int i = 0; i < c; ++i) {
+    float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);  // four lanes of each sum
+    int i = 0;
+    for (; i + 4 <= c; i += 4) {
+        float4 gy = vload4(0, dy + o + i) * vload4(0, gamma + i);
+        s1 += gy;
+        s2 += gy * vload4(0, xhat + o + i);
+    }
+    float m1 = (s1.x + s1.y) + (s1.z + s1.w), m2 = (s2.x + s2.y) + (s2.z + s2.w);
+    for (; i < c; ++i) {
         float gy = dy[o + i] * gamma[i];
         m1 += gy;
         m2 += gy * xhat[o + i];
@@ -170,7 +193,8 @@ kernel void layer_norm_backward_input(global const float *dy, global const float
     m1 /= c;
     m2 /= c;
     for (int i = 0; i < c; ++i)
-        dx[o + i] = rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
+        dx[o + i] = (accumulate ? dx[o + i] : 0.0f)
+                    + rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
 }
 
 // One work-item per feature i: dgamma[i] += sum_r dy xhat, dbeta[i] += sum_r dy.
@@ -194,12 +218,18 @@ kernel void layer_norm_backward_params(global const float *dy, global const floa
 // erf(v) by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, float32's own rounding):
 // PoCL's built-in erf is not vectorised and is much slower (python -m nnlib.bench.catch
 // --compare profiles the step).
-inline float erf_fast(float v)
+// erf_with(v, e) takes e = exp(-v^2) from its caller, who needs it too.
+inline float erf_with(float v, float e)
 {
     float a = fabs(v), t = 1.0f / (1.0f + 0.3275911f * a);
     float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f
               + t * (-1.453152027f + t * 1.061405429f))));
-    return copysign(1.0f - p * exp(-a * a), v);
+    return copysign(1.0f - p * e, v);
+}
+
+inline float erf_fast(float v)
+{
+    return erf_with(v, exp(-v * v));
 }
 
 kernel void gelu_forward(global const float *x, global float *y, int count)
@@ -209,16 +239,16 @@ kernel void gelu_forward(global const float *x, global float *y, int count)
         y[i] = 0.5f * x[i] * (1.0f + erf_fast(x[i] * M_SQRT1_2_F));
 }
 
-// One work-item per element: dx = dy (Phi(x) + x phi(x)).
+// One work-item per element: dx = dy (Phi(x) + x phi(x)); phi and erf share one exp.
 kernel void gelu_backward(global const float *x, global const float *dy, global float *dx,
                           int count)
 {
     int i = get_global_id(0);
     if (i >= count)
         return;
-    float v = x[i];
-    float pdf = exp(-0.5f * v * v) * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
-    dx[i] = dy[i] * (0.5f * (1.0f + erf_fast(v * M_SQRT1_2_F)) + v * pdf);
+    float v = x[i], u = v * M_SQRT1_2_F, e = exp(-u * u);  // e = exp(-x^2 / 2)
+    float pdf = e * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
+    dx[i] = dy[i] * (0.5f * (1.0f + erf_with(u, e)) + v * pdf);
 }
 
 // ---------------------------------------------------------------- reconstruction
@@ -249,7 +279,7 @@ kernel void freq_mae(global const float *z, global const float *y, global float 
         return;
     size_t re = (size_t)r * 2 * t + k, im = re + t;
     float dr = z[re] - y[re], di = z[im] - y[im];
-    float e = hypot(dr, di);
+    float e = sqrt(dr * dr + di * di);  // hypot is a slow library call on PoCL
     err[(size_t)r * t + k] = e;
     if (e > 0.0f) {
         grad[re] += w * dr / e;

@@ -104,6 +104,12 @@ def test_layer_norm_and_gelu_match_reference_and_finite_differences(rt, rng):
         np.testing.assert_allclose(dx, w_dx, rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(ln.gamma.grad.get(), dg, rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(ln.beta.grad.get(), db, rtol=1e-3, atol=1e-3)
+        base = rng.standard_normal(x.shape)  # into: dx added to a residual branch's sum
+        into = rt.to_device(base)
+        assert ln.backward(rt.to_device(dy), into=into) is into
+        np.testing.assert_allclose(into.get(), base + w_dx, rtol=1e-3, atol=1e-3)
+        with pytest.raises(ValueError, match="into"):
+            ln.backward(into, into=into)
         g = ops.GELU(rt)
         np.testing.assert_allclose(g.forward(rt.to_device(x)).get(), ref.gelu(x), atol=1e-6)
         np.testing.assert_allclose(g.backward(rt.to_device(dy)).get(), dy * ref.gelu_grad(x),

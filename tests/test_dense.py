@@ -70,6 +70,25 @@ def test_backward_accumulates_gradients(rt, rng):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_backward_into_adds_the_input_gradient(rt, rng, variant):
+    """``into`` gets dL/dx added (a residual branch's sum) and is returned; it may not be
+    dz's own buffer (an identity activation passes dy on as dz)."""
+    for batch, n_in, n_out in shapes(rt):
+        layer, x, dy, _, dx = run_layer(rt, variant, "relu", batch, n_in, n_out, rng)
+        base = rng.standard_normal(x.shape).astype(np.float32)
+        into = rt.to_device(base)
+        assert layer.backward(rt.to_device(dy), into=into) is into
+        np.testing.assert_allclose(into.get(), base + dx, rtol=1e-5, atol=1e-5)
+    square = nnlib.Dense(3, 3, variant=variant, runtime=rt)
+    square.forward(rng.standard_normal((2, 3)))
+    dy = rt.to_device(rng.standard_normal((2, 3)))
+    with pytest.raises(ValueError, match="into"):
+        square.backward(dy, into=dy)
+    with pytest.raises(ValueError, match="into"):
+        square.backward(dy, into=np.zeros((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("act", ACTS)
 def test_gradients_match_finite_differences(rt, variant, act):
     """The kernels' dL/dx, dL/dW, dL/db for L = sum(y * r) against central differences of

@@ -78,7 +78,8 @@ class _Composite(Layer):
 class TransformerBlock(_Composite):
     """One pre-norm channel-masked transformer layer: ``forward(h, mask)``;
     ``backward(dh, mask_grad, first, dc_weight)`` also adds the mask's gradient (written,
-    not added, by the ``first`` block backward meets) and the dc loss's gradients."""
+    not added, by the ``first`` block backward meets) and the dc loss's gradients. The
+    residual sums of ``backward`` accumulate in ``dh`` itself, which it returns."""
 
     @staticmethod
     def parts(cf, heads, head_dim, d_ff, seed=0, **_) -> dict:
@@ -113,13 +114,13 @@ class TransformerBlock(_Composite):
         (mask,) = self.saved()
         rt, dh = self.runtime, grad_out
         d = self.ff1.backward(self.gelu.backward(self.ff2.backward(dh)))
-        dh = add(rt, dh, self.norm2.backward(d))
+        dh = self.norm2.backward(d, into=dh)  # the residual sums, in place
         datt = self.out.backward(dh).reshape(mask.shape[0], mask.shape[1], -1)
         dqkv = self.attention.backward(datt, mask_grad, accumulate=not first)
         if self.dc is not None:
             self.dc.backward(dc_weight, dqkv, mask_grad)
         d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
-        return add(rt, dh, self.norm1.backward(d))
+        return self.norm1.backward(d, into=dh)
 
 
 class _Head(_Composite):
@@ -145,8 +146,8 @@ class _Head(_Composite):
     def backward(self, grad_out):
         self.saved()
         d = self.out.backward(grad_out)
-        for r in reversed(self.res):
-            d = add(self.runtime, r.backward(d), d)
+        for r in reversed(self.res):  # the residual sum d + dL/dv of the branch, in place
+            r.backward(d, into=d)
         return d
 
 
@@ -265,8 +266,7 @@ class CATCHNet(_Composite):
         dhm = None
         for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
             dv = head.backward(d).reshape(b, n, self.patches, -1)
-            g = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1))
-            dhm = g if dhm is None else add(rt, dhm, g)
+            dhm = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1), into=dhm)
         dh = self.to_model.backward(dhm)
         dmask = rt.empty(self.mask.shape)
         for i, block in enumerate(reversed(self.blocks)):

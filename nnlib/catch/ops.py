@@ -51,14 +51,21 @@ class LayerNorm(Layer):
         self.save_for_backward(xhat, rstd)
         return y
 
-    def backward(self, grad_out):
+    def backward(self, grad_out, into=None):
+        """dL/dx (a new array, or added to ``into``, a device array of the input's shape
+        apart from grad_out, and returned); accumulates the parameters' gradients."""
         rt, c = self.runtime, self.width
         xhat, rstd = self.saved()
         grad_out = rt.to_device(grad_out, "LayerNorm grad_out", shape=xhat.shape)
         rows = xhat.size // c
-        dx = rt.empty(xhat.shape)
+        dx = rt.empty(xhat.shape) if into is None else into
+        if into is not None and (rt.to_device(into, "LayerNorm into", shape=xhat.shape)
+                                 is not into or into.data == grad_out.data):
+            raise ValueError("LayerNorm.backward: into must be a float32 device array of "
+                             f"the input's shape {xhat.shape}, apart from grad_out")
         rt.launcher("catch", "layer_norm_backward_input")((rows,), None, grad_out.data,
-                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c))
+                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c),
+                  i32(into is not None))
         rt.launcher("catch", "layer_norm_backward_params")((c,), None, grad_out.data, xhat.data,
                   self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
         return dx
@@ -176,7 +183,7 @@ def freq_patches(rt, spec, p: int, s: int):
         raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
-    rt.launcher("catch", "freq_patches")((2 * p, c, b * patches), None, spec.data, out.data,
+    rt.launcher("catch", "freq_patches")((c, patches, b), None, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
     return out
 
@@ -199,7 +206,7 @@ def swap_axes12(rt, x):
     x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
-    rt.launcher("catch", "swap_axes12")((n3, n1 * n2, n0), None, x.data, out.data, i32(n0),
+    rt.launcher("catch", "swap_axes12")((n1, n2, n0), None, x.data, out.data, i32(n0),
               i32(n1), i32(n2), i32(n3))
     return out
 

@@ -39,7 +39,10 @@ class DeviceActivation:
         return y, out
 
     def backward(self, s, dy):
-        """dL/dz = dy * act'(s), s as :meth:`apply` returned it."""
+        """dL/dz = dy * act'(s), s as :meth:`apply` returned it; ``dy`` itself where the
+        derivative is 1 (no activation: nothing to launch)."""
+        if self.entry.name == "none":
+            return dy
         dz = self.runtime.empty(dy.shape)
         self._backward((dy.size,), None, s.data, dy.data, dz.data, np.int32(dy.size),
                        np.int32(self.entry.code))

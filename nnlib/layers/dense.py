@@ -116,8 +116,9 @@ class Dense(Layer):
         self.save_for_backward(x, y, s)
         return y
 
-    def backward(self, grad_out):
-        """dL/dx from dL/dy; accumulates weight.grad and bias.grad."""
+    def backward(self, grad_out, into=None):
+        """dL/dx from dL/dy; accumulates weight.grad and bias.grad. ``into``: see
+        :meth:`backward_preactivation`."""
         _, y, s = self.saved()
         dy = self.runtime.to_device(grad_out, "Dense grad_out", shape=y.shape)
         if self.act == ACTIVATIONS["softmax"]:
@@ -127,16 +128,18 @@ class Dense(Layer):
                                    np.int32(rows), np.int32(cols))
         else:
             dz = self._activation.backward(s, dy)
-        return self.backward_preactivation(dz)
+        return self.backward_preactivation(dz, into=into)
 
     def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
-                               accumulate: bool = True):
+                               accumulate: bool = True, into=None):
         """dL/dx from dL/dz (z = x W^T + b, before the activation); accumulates grads.
 
         For Sequential's training step: ``input_act`` (the previous layer's activation, one
         whose derivative is written with its output y, this layer's input) returns that
         layer's dL/dz instead, in the same kernel; ``input_grad=False`` returns None (the
-        first layer); ``accumulate=False`` overwrites the grads.
+        first layer); ``accumulate=False`` overwrites the grads; ``into`` (a device array of
+        the input's shape, not dz's buffer) gets dL/dx added and is returned, in place of a
+        new array (a residual branch's sum without a launch of its own).
         """
         x = self.saved()[0]
         needs = activation(input_act).needs
@@ -147,7 +150,15 @@ class Dense(Layer):
         self.kernels.backward_weight(dz, x, self.weight.grad, self.bias.grad, accumulate)
         if not input_grad:
             return None
-        dx = self.runtime.empty(x.shape)
-        self.kernels.backward_input(dz, self.weight.value, dx, x,
-                                    activation_code(input_act))
-        return dx
+        if into is None:
+            dx = self.runtime.empty(x.shape)
+            self.kernels.backward_input(dz, self.weight.value, dx, x,
+                                        activation_code(input_act))
+            return dx
+        if input_act != "none" or self.runtime.to_device(
+                into, "Dense into", shape=x.shape) is not into or into.data == dz.data:
+            raise ValueError(f"backward_preactivation: into must be a float32 device array "
+                             f"of the input's shape {x.shape}, apart from dz, without "
+                             f"input_act; got {getattr(into, 'shape', into)}")
+        self.kernels.backward_input(dz, self.weight.value, into, accumulate=True)
+        return into

@@ -23,6 +23,7 @@ class ArticleDenseKernels:
         self._weight = runtime.launcher("dense", "dense_backward_weight_seed")
         self._bias = runtime.launcher("dense", "dense_backward_bias")
         self._act_backward = runtime.launcher("activation", "activation_backward")
+        self._add = runtime.launcher("vector", "vector_add")
 
     @staticmethod
     def softmax_in_forward(n_out: int) -> bool:
@@ -37,12 +38,16 @@ class ArticleDenseKernels:
         return self._forward((n_out, batch), None, x.data, w.data, b.data, y.data,
                              i32(batch), i32(n_in), i32(n_out), i32(act))
 
-    def backward_input(self, dz, w, dx, x=None, act: int = 0):
-        """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
+    def backward_input(self, dz, w, dx, x=None, act: int = 0, accumulate: bool = False):
+        """dx = dz W (dx += dz W with ``accumulate``, through a second buffer); with ``act``,
+        times act'(x) (x = the previous layer's output y; not with ``accumulate``)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]
-        event = self._input((n_in, batch), None, dz.data, w.data, dx.data, np.int32(batch),
+        out = self.runtime.empty(dx.shape) if accumulate else dx
+        event = self._input((n_in, batch), None, dz.data, w.data, out.data, np.int32(batch),
                             np.int32(n_in), np.int32(n_out))
+        if accumulate:
+            event = self._add((dx.size,), None, dx.data, out.data, dx.data, np.int32(dx.size))
         if act:
             event = self._act_backward((dx.size,), None, x.data, dx.data, dx.data,
                                        np.int32(dx.size), np.int32(act))

@@ -89,14 +89,15 @@ class BlockedDenseKernels:
         return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
                         i32(nrows), i32(ncols), i32(nk), *extra)
 
-    def backward_input(self, dz, w, dx, x=None, act: int = 0):
-        """dx = dz W; with ``act``, times act'(x) (x = the previous layer's output y)."""
+    def backward_input(self, dz, w, dx, x=None, act: int = 0, accumulate: bool = False):
+        """dx = dz W (dx += dz W with ``accumulate``); with ``act``, times act'(x) (x = the
+        previous layer's output y; not with ``accumulate``)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]  # dX = (dZ^T)^T W
         args = (batch, n_in * n_out, dz, 1, n_out, w, dx, batch, n_in, n_out)
         if act:
             return self._tn("input", "gemm_tn_gated", *args, x.data, np.int32(act))
-        return self._tn("input", "gemm_tn", *args, np.int32(False))
+        return self._tn("input", "gemm_tn", *args, np.int32(accumulate))
 
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
         """dw += dz^T x and db += column sums of dz (or = without ``accumulate``), in one

@@ -1,5 +1,6 @@
 """CATCH kernels (kernels/attention.cl, kernels/catch.cl): one training step and scoring of a
-tiny detector, both projections and both mask fills, on small odd sizes."""
+tiny detector, both projections and both mask fills, on small odd sizes (head_dim 5: the
+attention kernels' four-wide loops and their one-at-a-time rest)."""
 
 import numpy as np
 
@@ -9,7 +10,7 @@ from nnlib.catch import CATCH
 rt = nnlib.use_device("oclgrind")
 rng = np.random.default_rng(0)
 tiny = dict(window=20, patch_size=5, patch_stride=3, cf_dim=4, e_layers=1, n_heads=2,
-            head_dim=3, d_ff=5, d_model=2, batch_size=2, inference_patch_size=7)
+            head_dim=5, d_ff=5, d_model=2, batch_size=2, inference_patch_size=7)
 for n, projection, fill in ((3, "linear", "finite"), (1, "complex", "inf")):
     model = CATCH(n, seed=0, runtime=rt, projection=projection, mask_fill=fill, **tiny)
     batch = rng.standard_normal((2, n, 20)).astype(np.float32)
