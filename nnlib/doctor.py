@@ -1,6 +1,7 @@
 """``python -m nnlib.doctor``: list the OpenCL devices, check that one compiles kernels, and
-when several CPU devices compile (e.g. PoCL from PyPI and Debian's), measure each briefly and
-make the fastest the default (stored beside the tuning results, see nnlib.tuning).
+when several CPU devices compile (e.g. PoCL from PyPI and Debian's), measure each briefly
+(:data:`WORKLOADS`: a wide layer's kernels, a small network's launch-bound training steps) and
+make the fastest over both the default (stored beside the tuning results, see nnlib.tuning).
 
 ``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
 real device that compiles kernels (``make test`` runs the notebooks on each of them too).
@@ -39,23 +40,68 @@ def _name(d) -> str:
     return f"{d.name.strip()} ({d.platform.version.strip()})"
 
 
-def dense_step_s(device) -> float:
-    """Seconds of one dense 512 -> 512 forward + backward at batch 64 on ``device`` with the
-    default kernel parameters (the fastest of 5 after 3 warm-up passes)."""
+def _fastest_s(run, warm: int = 3, timed: int = 5) -> float:
+    """The fastest of ``timed`` calls of ``run`` (each waits for the device), after ``warm``."""
+    times = []
+    for _ in range(warm + timed):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times[warm:])
+
+
+def dense_step_s(rt) -> float:
+    """Seconds of one dense 512 -> 512 forward + backward at batch 64: the kernels' speed."""
     from .layers.dense import Dense
 
-    rt = Runtime(device)
     layer = Dense(512, 512, "tanh", runtime=rt)
     rng = np.random.default_rng(0)
     x, dy = (rt.to_device(rng.standard_normal((64, 512))) for _ in range(2))
-    times = []
-    for _ in range(8):
-        start = time.perf_counter()
+
+    def run():
         layer.forward(x)
         layer.backward(dy)
         rt.queue.finish()
-        times.append(time.perf_counter() - start)
-    return min(times[3:])
+    return _fastest_s(run)
+
+
+def train_steps_s(rt, steps: int = 10) -> float:
+    """Seconds of ``steps`` training steps of notebook 02's classifier (240-128-64-3, batch
+    64, layer by layer): a dozen small launches each, where the launch costs decide."""
+    from .layers.dense import Dense
+    from .network import Sequential
+    from .optim import SGD
+
+    sizes, acts = (240, 128, 64, 3), ("tanh", "tanh", "softmax")
+    net = Sequential([Dense(a, b, act, seed=i, runtime=rt)
+                      for i, (a, b, act) in enumerate(zip(sizes, sizes[1:], acts))],
+                     loss="cross_entropy")
+    opt = SGD(net.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(0)
+    x = rt.to_device(rng.standard_normal((64, 240)))
+    y = net.targets(rng.integers(0, 3, 64), 64)
+
+    def run():
+        for _ in range(steps):
+            net.train_step(x, y, opt)
+        rt.queue.finish()
+    return _fastest_s(run, warm=1, timed=3)
+
+
+# What doctor times on each CPU device (default kernel parameters): a wide layer's kernels
+# and a small network's training steps; the default is the device with the least geometric
+# mean of its times over the fastest device's.
+WORKLOADS = {"dense 512 -> 512, batch 64, forward + backward": dense_step_s,
+             "10 training steps of 240-128-64-3, batch 64": train_steps_s}
+
+
+def relative_times(figures: dict) -> dict:
+    """{device: the geometric mean over the workloads of its time over the fastest device's}
+    from ``figures`` = {workload: {device: seconds}} (1.0: the fastest at everything)."""
+    names = next(iter(figures.values()))
+    return {name: float(np.exp(np.mean([np.log(times[name] / min(times.values()))
+                                        for times in figures.values()])))
+            for name in names}
 
 
 def prefer_fastest_cpu() -> None:
@@ -68,16 +114,22 @@ def prefer_fastest_cpu() -> None:
     try:
         with warnings.catch_warnings():  # Intel's compiler logs every build it vectorises
             warnings.simplefilter("ignore", cl.CompilerWarning)
-            figures = {_name(d): dense_step_s(d) for d in cpus}
+            runtimes = {_name(d): Runtime(d) for d in cpus}
+            figures = {work: {name: measure(rt) for name, rt in runtimes.items()}
+                       for work, measure in WORKLOADS.items()}
     finally:
         tuning.set_mode(None)
-    for name, seconds in figures.items():
-        print(f"  dense 512 -> 512, batch 64, forward + backward: {seconds * 1e3:7.2f} ms on "
-              f"{name}")
-    best = min(cpus, key=lambda d: figures[_name(d)])
+    score = relative_times(figures)
+    for work, times in figures.items():
+        print(f"  {work}:")
+        for name, seconds in times.items():
+            print(f"    {seconds * 1e3:8.2f} ms on {name}")
+    best = min(cpus, key=lambda d: score[_name(d)])
     tuning.set_preferred_device(best.platform.version.strip(), best.name.strip(),
-                                {k: round(v * 1e3, 3) for k, v in figures.items()})
-    print(f"nnlib doctor: default CPU device from now on: the fastest, {_name(best)}")
+                                {work: {k: round(v * 1e3, 3) for k, v in times.items()}
+                                 for work, times in figures.items()})
+    print(f"nnlib doctor: default CPU device from now on: the fastest over both (its times "
+          f"{score[_name(best)]:.2f}x the best's, geometric mean), {_name(best)}")
 
 
 def other_devices() -> list[str]:

@@ -376,7 +376,8 @@ for name, (_, _, source) in GPUS.items():
 #
 # The blocked kernels are written for CPUs first but stay portable OpenCL 1.2: on a GPU the
 # preferred vector width is 1, so `gemm_nt` keeps its smallest vectors (float4, a tile of
-# 24 float4 accumulators), the optimizer kernels update one element per work-item, and
+# 24 float4 accumulators), the gradients take the lanes design (see "Three compilers on one
+# CPU" below), the optimizer kernels update one element per work-item, and
 # work-groups hold 64 work-items (two 32-wide warps). Those are other code paths than a
 # CPU's, and a path nobody runs is a path that breaks. So nnlib reads every limit a kernel
 # depends on from one place (`rt.vector_width`, `rt.max_work_group_size`,
@@ -595,7 +596,13 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # registers pays whoever makes the vectors. What changed is how they must be written:
 # Intel's compiler splits the `float4` tiles of `gemm_tn` into scalars, and ran them many
 # times faster written with `fma()` than with `a * b + c`, so on a CPU that prefers width 1
-# the default is `FMA=1` (the tuner tries both on every device). Nor did it build vectors
+# the default is `FMA=1` (the tuner tries both on every device). Better still is a third
+# layout for the gradients, the **lanes design** (`TN_LANES=1` in `kernels/dense.cl`), the
+# default wherever the compiler vectorises across work-items and on GPUs: neighbouring
+# work-items own neighbouring columns of the output, each keeping a few rows x columns of
+# scalar accumulators, so a row of B is one contiguous load across the lanes and each value
+# of P, the same for every lane, one broadcast. (A lanes forward lost to the tiles: each lane
+# would read its own row of W, a gather, so the forward keeps its tiles.) Nor did it build vectors
 # from work-items everywhere: the optimizers' element-wise updates ran several times faster
 # with vectors of their own than as scalar work-items, and the fused training kernel of the
 # next section runs as one work-item on a CPU, with no neighbours to fill the lanes. So on a

@@ -55,3 +55,11 @@ def test_offer_outside_a_virtual_environment_says_why_and_installs_nothing(monke
     monkeypatch.setattr(doctor, "main", lambda: 0)
     assert doctor.cli(["--offer-intel"]) == 0
     assert "not installing Intel's CPU runtime: " in capsys.readouterr().out
+
+
+def test_doctor_prefers_the_device_fastest_over_every_workload():
+    figures = {"dense": {"a": 1.0, "b": 1.2, "c": 4.0},
+               "steps": {"a": 3.0, "b": 2.0, "c": 2.0}}
+    score = doctor.relative_times(figures)
+    assert min(score, key=score.get) == "b"  # fastest at neither, closest at both
+    assert score["a"] == pytest.approx(1.5 ** 0.5) and score["c"] == pytest.approx(2.0)

@@ -119,8 +119,8 @@ def goal_rows(results: dict, device: dict, commands: dict, missing: dict | None 
 
 
 def format_targets() -> str:
-    lines = [f"{'goal':15s} {'target':>7s}  what, against what"]
-    lines += [f"{g.key:15s} {g.target:6.1f}x  {g.what}, against {g.baseline}" for g in GOALS]
+    lines = [f"{'goal':17s} {'target':>7s}  what, against what"]
+    lines += [f"{g.key:17s} {g.target:6.1f}x  {g.what}, against {g.baseline}" for g in GOALS]
     return "\n".join(lines)
 
 
@@ -135,11 +135,12 @@ def format_rows(rows: list) -> str:
     """The table as printed: one line per row, then the commands, numbered."""
     commands = list(dict.fromkeys(r["command"] for r in rows))
     wide = max(len(r["case"]) for r in rows)
-    head = f"{'goal':15s} {'case':{wide}s} {'ratio':>7s} {'target':>7s}  {'status':13s} run"
+    key = max(len(r["goal"]) for r in rows)
+    head = f"{'goal':{key}s} {'case':{wide}s} {'ratio':>7s} {'target':>7s}  {'status':13s} run"
     lines = [head + "  note"]
     for r in rows:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:6.2f}x"
-        lines.append(f"{r['goal']:15s} {r['case']:{wide}s} {ratio:>7s} {r['target']:6.1f}x  "
+        lines.append(f"{r['goal']:{key}s} {r['case']:{wide}s} {ratio:>7s} {r['target']:6.1f}x  "
                      f"{r['status']:13s} [{commands.index(r['command']) + 1}]  {r['note']}")
     lines.append("(ratio: the baseline's time / nnlib's, measured in one run; reproduce a row with "
                  "its command)")
