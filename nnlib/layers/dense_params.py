@@ -66,12 +66,16 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
     columns with k-blocks of 1024. A CPU whose compiler vectorises across work-items
     (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4 tiles,
-    split into scalars, need it to be fast. The gradients of a device that vectorises
+    split into scalars, need it to be fast, and its forward tiles take the widest vectors the
+    compiler emits (``Limits.explicit_vector_width``), as its element-wise kernels do, not
+    its preferred width of 1. The gradients of a device that vectorises
     across work-items (or a GPU) take the lanes design (:func:`lanes_params`); ``lanes``
     False: the tiles whatever the device."""
     if product != "forward" and (lanes_by_default(rt) if lanes is None else lanes):
         return lanes_params(rt, product, shape)
     vw = vector_width(rt.vector_width, WIDTHS)
+    if product == "forward" and rt.limits.vectorises_across_work_items and not rt.is_gpu:
+        vw = vector_width(rt.limits.explicit_vector_width, WIDTHS)
     common = {"VW": vw, "VLOAD": 1, "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
