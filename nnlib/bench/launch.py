@@ -42,7 +42,10 @@ def main(argv=None):
     a = rt.zeros((n,))
     out, other = rt.empty((n,)), rt.empty((n,))
     launcher = rt.launcher("vector", "vector_add")
-    kernel = cl.Kernel(launcher.kernel.program, "vector_add")  # pyopencl's own handle
+    # pyopencl's own kernel object, from the runtime's program (not launcher.kernel.program:
+    # Intel's runtime answers that query with a released program once the runtime's cache has
+    # let it go)
+    kernel = cl.Kernel(rt.program("vector"), "vector_add")
     count = args.count
 
     def per_launch(enqueue):
