@@ -92,6 +92,13 @@ return {tex: ['$$', '$\\\\'].filter(s => text.includes(s)),
 """
 
 
+def open_at(browser, page, anchor: str) -> None:
+    """Open ``page`` scrolled to the element ``anchor`` by script: Chrome's driver can time out
+    ("aborted by navigation") on a get() of a URL with a fragment."""
+    browser.get(page.as_uri())
+    browser.execute_script(f"document.getElementById('{anchor}').scrollIntoView()")
+
+
 def test_site_pages_render_offline(browser, site):
     network(browser)
     totals = {}
@@ -103,10 +110,8 @@ def test_site_pages_render_offline(browser, site):
         seen.update(network(browser))
         totals[page.name] = seen
         browser.save_screenshot(str(SHOTS / f"site_{page.stem}.png"))
-    if "01_dense_kernels.html" in totals:  # a page of formulas, scrolled to them (by script:
-        # Chrome's driver can time out on a get() that only changes the URL's fragment)
-        browser.get(site[0].with_name("01_dense_kernels.html").as_uri())
-        browser.execute_script("document.getElementById('The-maths').scrollIntoView()")
+    if "01_dense_kernels.html" in totals:  # a page of formulas, scrolled to them
+        open_at(browser, site[0].with_name("01_dense_kernels.html"), "The-maths")
         browser.save_screenshot(str(SHOTS / "site_maths.png"))
     (SHOTS / "site_network.json").write_text(json.dumps(totals, indent=1))
     for name, seen in totals.items():
@@ -247,7 +252,7 @@ def test_phone_width_scrolls_only_inside_boxes(browser, site):
             wait_for(lambda: browser.execute_script("return window.innerWidth") == 390, 10,
                      "the phone's width")
             seen[page.name] = browser.execute_script(PHONE)
-        browser.get(site[0].with_name("04_optimizers.html").as_uri() + "#The-rules")
+        open_at(browser, site[0].with_name("04_optimizers.html"), "The-rules")
         browser.save_screenshot(str(SHOTS / "phone_04_rules.png"))
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
