@@ -58,8 +58,7 @@ class DeviceBatches:
             self._batches[rows] = tuple(self.runtime.empty((rows, data.shape[1]))
                                         for data in (self.inputs, self.targets))
         x, t = self._batches[rows]
-        cols_x, cols_t = x.shape[1], t.shape[1]
-        self._gather((cols_x + cols_t, rows), None, self.inputs.data, self.targets.data,
-                     self.order.data, np.int32(first), np.int32(rows), np.int32(cols_x),
-                     np.int32(cols_t), x.data, t.data)
+        self._gather((rows,), None, self.inputs.data, self.targets.data,
+                     self.order.data, np.int32(first), np.int32(rows), np.int32(x.shape[1]),
+                     np.int32(t.shape[1]), x.data, t.data)
         return x, t

@@ -154,6 +154,7 @@ class Launcher:
         self.work_group_multiple = min(limits.work_group_multiple, self.work_group_size)
         self._chosen: dict = {}  # global size -> the local size choose_local gives it
         self._allowed: set = set()  # (dimensions, local size) checked against the limits
+        self._grids: dict = {}  # (global size, local size asked) -> (padded global, local)
 
     def __repr__(self):
         return f"<Launcher {self.signature or self.name}>"
@@ -232,9 +233,18 @@ class Launcher:
                     f"{args[i]}, not a code of {codes} (nnlib/codes.py)")
         if 0 in global_size:  # nothing to compute (an empty array)
             return cl.enqueue_marker(self.runtime.queue, wait_for=wait_for)
-        local_size = self.local_size(global_size, local_size)
-        global_size = tuple(map(round_up, global_size, local_size))
+        grid = self._grid(global_size, local_size)
         with self.runtime.lock:
             self.kernel.set_args(*args)
-            return cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, global_size,
-                                              local_size, wait_for=wait_for)
+            return cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, *grid,
+                                              wait_for=wait_for)
+
+    def _grid(self, global_size, local_size) -> tuple:
+        """(global size padded to whole work-groups, local size) of a launch, worked out
+        once per pair of sizes a call site uses."""
+        key = (tuple(global_size), None if local_size is None else tuple(local_size))
+        grid = self._grids.get(key)
+        if grid is None:
+            local = self.local_size(*key)
+            grid = self._grids[key] = (tuple(map(round_up, key[0], local)), local)
+        return grid

@@ -87,6 +87,8 @@ class Sequential:
         self.loss_function = Loss(loss, self.runtime)
         # every parameter end to end in one buffer: an optimizer updates them in one launch
         self.layout = FlatLayout.lay_out(self.parameters())
+        # (the optimizer and its parameters' ids, their FusedBackward) of the last train_step
+        self._backward_plan = None
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -156,7 +158,10 @@ class Sequential:
         if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
         self._check_optimizer(optimizer)
-        fused = FusedBackward(self.layers, optimizer)
+        key = (optimizer, *map(id, optimizer.params))
+        if self._backward_plan is None or self._backward_plan[0] != key:
+            self._backward_plan = (key, FusedBackward(self.layers, optimizer))
+        fused = self._backward_plan[1]
         fused.zero_grad()
         out = self.forward(x)
         target = self.targets(y, out.shape[0])

@@ -80,6 +80,7 @@ class Runtime:
         )
         # Freed device arrays return their buffers here, so per-step allocations are cheap.
         self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+        self._checked_shapes: dict = {}  # (shape, dtype) asked of empty() -> checked form
         # (source, options) -> program, least recently used first
         self._programs: OrderedDict = OrderedDict()
         self._launchers: dict = {}  # (topic, name, options, folder's source) -> Launcher
@@ -230,12 +231,18 @@ class Runtime:
         """An uninitialised C-contiguous array from the memory pool (made without pyopencl's
         argument checks, which cost a tenth of a small training step: nnlib/_fast_array.py)."""
         environment.check_not_forked()
-        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
-        if min(shape, default=0) < 0:
-            raise ValueError(f"negative dimensions are not allowed: {shape}")
-        self.check_alloc(shape, dtype)
-        return _fast_array.empty(shape, np.dtype(dtype), self.allocator, self.context,
-                                 self.queue)
+        checked = self._checked_shapes.get((shape, dtype)) if type(shape) is tuple else None
+        if checked is None:
+            key = shape
+            shape = (int(shape),) if isinstance(shape, (int, np.integer)) else \
+                tuple(map(int, shape))
+            if min(shape, default=0) < 0:
+                raise ValueError(f"negative dimensions are not allowed: {shape}")
+            self.check_alloc(shape, dtype)
+            checked = (shape, np.dtype(dtype))
+            if type(key) is tuple:
+                self._checked_shapes[(key, dtype)] = checked
+        return _fast_array.empty(*checked, self.allocator, self.context, self.queue)
 
     def zeros(self, shape, dtype=np.float32) -> cla.Array:
         out = self.empty(shape, dtype)

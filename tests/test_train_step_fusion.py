@@ -32,3 +32,25 @@ def test_train_step_equals_zero_grad_backward_step(rt, rng):
         for p, q in zip(fast.parameters(), plain.parameters()):
             np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(p.grad.get(), q.grad.get(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_network_trained_by_turns_with_two_optimizers_follows_each(rt, rng):
+    """The step's plan (which gradients it writes, which it zeroes) belongs to the optimizer
+    of that step: one that owns every parameter, then one that owns the last layer's only
+    (the others' gradients then accumulate), then the first again."""
+    x = rng.standard_normal((4, 7)).astype(np.float32)
+    y = rng.standard_normal((4, 3)).astype(np.float32)
+    fast, plain = net(rt), net(rt)
+    opts = [(nnlib.optim.SGD(n.parameters(), lr=0.1), nnlib.optim.SGD(n.parameters()[-2:],
+                                                                      lr=0.1))
+            for n in (fast, plain)]
+    for turn in (0, 1, 1, 0):
+        fast.train_step(x, y, opts[0][turn])
+        opt_plain = opts[1][turn]
+        opt_plain.zero_grad()
+        out = plain.forward(x).get()
+        plain.backward((2.0 / out.size) * (out - y))
+        opt_plain.step()
+        for p, q in zip(fast.parameters(), plain.parameters()):
+            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(p.grad.get(), q.grad.get(), rtol=1e-5, atol=1e-6)

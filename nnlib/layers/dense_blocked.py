@@ -34,6 +34,7 @@ class BlockedDenseKernels:
             if product not in PRODUCTS:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (kernel, batch class) -> (Launcher, params, local)
+        self._by_size: dict = {}  # (kernel, product, batch, weights) -> the same, found once
 
     def params(self, product: str, batch: int, weights: int = 0) -> dict:
         """The parameters ``product`` runs with at ``batch`` on a layer of ``weights``
@@ -50,13 +51,17 @@ class BlockedDenseKernels:
         """The launcher of ``kernel`` (gemm_nt or a gemm_tn kernel) built with the
         parameters ``product`` runs with at ``batch`` on a layer of ``weights`` weights, its
         parameters and local size."""
+        found = self._by_size.get((kernel, product, batch, weights))
+        if found is not None:
+            return found
         key = (kernel, shape_class(product, batch, weights))
         if key not in self._launchers:
             params = self.params(product, batch, weights)
             launcher = self.runtime.launcher("dense", kernel, build_options(params))
             local = work_group(params, launcher.work_group_size)
             self._launchers[key] = (launcher, params, local)
-        return self._launchers[key]
+        found = self._by_size[(kernel, product, batch, weights)] = self._launchers[key]
+        return found
 
     @staticmethod
     def softmax_in_forward(n_out: int) -> bool:
