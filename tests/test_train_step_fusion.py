@@ -15,6 +15,18 @@ def net(rt):
                              nnlib.Dense(6, 3, "none", seed=4, runtime=rt)], loss="mse")
 
 
+def plain_step_matches(fast, plain, x, y, opt_plain):
+    """One step of ``plain`` by zero_grad, forward, backward (MSE) and step with
+    ``opt_plain``; then its parameters and gradients equal ``fast``'s."""
+    opt_plain.zero_grad()
+    out = plain.forward(x).get()
+    plain.backward((2.0 / out.size) * (out - y))
+    opt_plain.step()
+    for p, q in zip(fast.parameters(), plain.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(p.grad.get(), q.grad.get(), rtol=1e-5, atol=1e-6)
+
+
 def test_train_step_equals_zero_grad_backward_step(rt, rng):
     x = rng.standard_normal((4, 7)).astype(np.float32)
     y = rng.standard_normal((4, 3)).astype(np.float32)
@@ -25,13 +37,7 @@ def test_train_step_equals_zero_grad_backward_step(rt, rng):
     opt_plain = nnlib.optim.SGD(plain.parameters()[2:], lr=0.1)
     for _ in range(3):
         fast.train_step(x, y, opt_fast)
-        opt_plain.zero_grad()
-        out = plain.forward(x).get()
-        plain.backward((2.0 / out.size) * (out - y))
-        opt_plain.step()
-        for p, q in zip(fast.parameters(), plain.parameters()):
-            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(p.grad.get(), q.grad.get(), rtol=1e-5, atol=1e-6)
+        plain_step_matches(fast, plain, x, y, opt_plain)
 
 
 def test_a_network_trained_by_turns_with_two_optimizers_follows_each(rt, rng):
@@ -46,11 +52,4 @@ def test_a_network_trained_by_turns_with_two_optimizers_follows_each(rt, rng):
             for n in (fast, plain)]
     for turn in (0, 1, 1, 0):
         fast.train_step(x, y, opts[0][turn])
-        opt_plain = opts[1][turn]
-        opt_plain.zero_grad()
-        out = plain.forward(x).get()
-        plain.backward((2.0 / out.size) * (out - y))
-        opt_plain.step()
-        for p, q in zip(fast.parameters(), plain.parameters()):
-            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(p.grad.get(), q.grad.get(), rtol=1e-5, atol=1e-6)
+        plain_step_matches(fast, plain, x, y, opts[1][turn])
