@@ -3,10 +3,12 @@
 // tensors laid end to end in one buffer, as one vector; Adam-mini uses one work-group per
 // block of one tensor.
 //
-// Non-finite gradients: skip = [steps skipped before the last, the last step non-finite].
-// skip_begin folds the last step's flag into the count and clears it; check_finite raises the
-// flag if any gradient element is NaN or infinite; every update kernel then returns without
-// touching weights or state. The host reads skip[0] + skip[1] only when asked.
+// Non-finite gradients: skip = [steps skipped before this one, this step non-finite]. The
+// host keeps two such pairs and steps use them in turns: a step's check_finite first moves
+// the pair of the step before (whose updates have run: the queue is in order) into its own
+// count, then raises its own flag if any gradient element is NaN or infinite; every update
+// kernel of the step, given that pair, then returns without touching weights or state. The
+// host adds up both pairs only when asked.
 // A step divides a moment by a denominator that is 0 only if eps = 0 and the second moment is
 // 0 (a zero gradient so far); that step is taken as 0 (PyTorch would give 0/0 = NaN).
 // Host-side numbers: step_size = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t), computed in
@@ -78,20 +80,16 @@ void store_v(floatv x, global float *p, int first, int n)
         p[first + k] = part.f[k];
 }
 
-// One work-item, before a step: count the last step if it was skipped, clear the flag.
-kernel void skip_begin(global int *skip)
-{
-    if (get_global_id(0) > 0)  // one work-item does it; the others are padding
-        return;
-    skip[0] += skip[1];
-    skip[1] = 0;
-}
-
-// One work-item per VW gradient elements: flag the step if any is NaN or infinite (atomics
-// only on a bad element, so the scan runs at memory speed).
-kernel void check_finite(global const float *g, int n, global int *skip)
+// One work-item per VW gradient elements: flag the step in skip if any is NaN or infinite
+// (atomics only on a bad element, so the scan runs at memory speed); work-item 0 also moves
+// the last step's pair, last, into this step's count.
+kernel void check_finite(global const float *g, int n, global int *skip, global int *last)
 {
     int first = VW * get_global_id(0);
+    if (first == 0) {
+        skip[0] += last[0] + last[1];
+        last[0] = last[1] = 0;
+    }
     if (first < n && ANY(!isfinite(load_v(g, first, n))))
         atomic_or(&skip[1], 1);
 }

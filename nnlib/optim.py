@@ -193,12 +193,18 @@ class Optimizer:
         rt = self.runtime
         # the model's layout of exactly these parameters: one launch updates them all
         self.layout = FlatLayout.of(self.params) if self.flat else None
-        self._skip = rt.zeros((2,), dtype=np.int32)  # [steps skipped before, last skipped]
+        # Two pairs [skipped before, this step skipped] (kernels/optim.cl), each at an address
+        # the device can start a sub-buffer at; steps use them in turns, the next one _turn.
+        ints = max(2, rt.device.mem_base_addr_align // 32)
+        # (a buffer of its own, made by to_device: pooled buffers have no sub-buffers)
+        self._skip = rt.to_device(np.zeros(2 * ints, np.int32), "skip counts", dtype=np.int32)
+        self._skip_pairs = tuple(self._skip.data.get_sub_region(k * 4 * ints, 8)
+                                 for k in (0, 1))
+        self._turn = 0
         self.kernel_params = elementwise_params(rt)
         self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
         self._group = self.kernel_params["LOCAL"]  # their work-group size (0: the rule's)
         self._options = kernel_options(self.kernel_params)
-        self._skip_begin = rt.launcher("optim", "skip_begin", self._options)
 
     def _launcher(self, name: str) -> Launcher:
         """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options."""
@@ -243,13 +249,19 @@ class Optimizer:
 
     def step(self) -> None:
         """One update of every parameter (skipped on the device if a gradient is not finite)."""
-        self._skip_begin((1,), None, self._skip.data)
         targets = self._update_targets()
+        last = self._skip_pairs[1 - self._turn]
         for t in targets:
             self._elementwise("check_finite", t.size, t.grad.data, np.int32(t.size),
-                              self._skip.data)
+                              self._skip_flag, last)
         self.steps += 1
         self.events = [self._update(t) for t in targets]
+        self._turn = 1 - self._turn
+
+    @property
+    def _skip_flag(self):
+        """The pair of skip counts the step being enqueued flags and its updates read."""
+        return self._skip_pairs[self._turn]
 
     def _update(self, t: Tensors) -> cl.Event:
         raise NotImplementedError
@@ -258,6 +270,12 @@ class Optimizer:
     def skipped_steps(self) -> int:
         """Steps skipped so far because a gradient held NaN or infinity (waits for the device)."""
         return int(self._skip.get().sum())
+
+    def _skipped_pair(self) -> np.ndarray:
+        """[steps skipped before the last, the last skipped] (waits for the device)."""
+        pairs = self._skip.get()
+        last = pairs[(1 - self._turn) * (len(pairs) // 2) + 1]
+        return np.array([pairs.sum() - last, last], np.int32)
 
     def _bias_corrections(self, *betas) -> list:
         """1 - beta^t for the current step t, in float64 as PyTorch computes them."""
@@ -286,7 +304,7 @@ class Optimizer:
     def state_dict(self) -> dict:
         """The step count and every state buffer as numpy arrays (``np.savez`` can store it;
         :func:`nnlib.save_checkpoint` stores it with the model, atomically)."""
-        state = {"steps": np.int64(self.steps), "skipped": self._skip.get()}
+        state = {"steps": np.int64(self.steps), "skipped": self._skipped_pair()}
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
                 state[f"{name}.{i}"] = a.get()
@@ -337,7 +355,10 @@ class Optimizer:
         for name, arrays in self._buffers().items():
             for i, a in enumerate(arrays):
                 a.set(checked[f"{name}.{i}"])
-        self._skip.set(checked["skipped"])
+        pairs = np.zeros(self._skip.shape, np.int32)
+        last = (1 - self._turn) * (len(pairs) // 2)  # the pair the next step folds
+        pairs[last:last + 2] = checked["skipped"]
+        self._skip.set(pairs)
         self.steps = checked["steps"]
 
     def _zeros_like_params(self) -> State:
@@ -380,7 +401,7 @@ class SGD(Optimizer):
         v = t.grad if v is None else v  # not touched without momentum
         return self._elementwise(
             "sgd_update", t.size, t.value.data, t.grad.data, v.data,
-            self._skip.data, np.int32(t.size),
+            self._skip_flag, np.int32(t.size),
             np.float32(self.lr), np.float32(self.momentum), np.int32(self.nesterov),
             np.float32(self.weight_decay))
 
@@ -416,7 +437,7 @@ class Adam(Optimizer):
         m, v = t.state
         return self._elementwise(
             "adam_update", t.size, t.value.data, t.grad.data, m.data, v.data,
-            self._skip.data, np.int32(t.size),
+            self._skip_flag, np.int32(t.size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(weight_decay), np.int32(decoupled),
             *self._corrections())
@@ -493,7 +514,7 @@ class AdamMini(Adam):
         m, v = t.state
         return self._launcher("adam_mini_update")(
             (count * self.group_size,), (self.group_size,), t.value.data,
-            t.grad.data, m.data, v.data, self._skip.data, np.int32(size),
+            t.grad.data, m.data, v.data, self._skip_flag, np.int32(size),
             np.float32(self.lr), np.float32(self.beta1), np.float32(self.beta2),
             np.float32(self.eps), np.float32(wd), *self._corrections(),
             cl.LocalMemory(4 * self.group_size))
@@ -528,7 +549,8 @@ class Adan(Optimizer):
         bc1, bc2, bc3 = self._bias_corrections(self.beta1, self.beta2, self.beta3)
         return self._elementwise(
             "adan_update", t.size, t.value.data, t.grad.data, m.data, d.data,
-            nu.data, g_prev.data, self._skip.data, np.int32(t.size), np.float32(self.lr), np.float32(self.beta1),
+            nu.data, g_prev.data, self._skip_flag, np.int32(t.size), np.float32(self.lr),
+            np.float32(self.beta1),
             np.float32(self.beta2), np.float32(self.beta3), np.float32(self.eps),
             np.float32(self.weight_decay), np.int32(self.no_prox), np.int32(self.steps),
             np.float32(self.lr / bc1), np.float32(self.lr * self.beta2 / bc2),

@@ -430,6 +430,32 @@ def test_non_finite_gradients_skip_the_step(rt, name):
     assert resumed.skipped_steps == 1
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_skips_are_counted_over_many_steps_and_resume_from_a_state_dict(rt, fused):
+    """Steps flag non-finite gradients in two pairs of counts used in turns: the count and
+    the state dict's [skipped before the last, the last skipped] hold for skips on either
+    turn, runs of them, and a resumed optimizer (whichever turn it starts on) goes on
+    counting."""
+    model = net(rt)
+    params = model.parameters()
+    opt = optim.SGD(params if fused else params[::-1], lr=0.01)
+    bad = [False, True, False, True, True, False, True]
+    for i, is_bad in enumerate(bad):
+        for p in params:
+            rt.fill(p.grad, np.nan if is_bad and p is params[-1] else 0.5)
+        opt.step()
+        assert opt.skipped_steps == sum(bad[:i + 1])
+        np.testing.assert_array_equal(opt.state_dict()["skipped"],
+                                      [sum(bad[:i]), bad[i]])
+        resumed = optim.SGD(params if fused else params[::-1], lr=0.01)
+        if i % 2:
+            resumed.step()  # the resumed optimizer starts on the other turn
+        resumed.load_state_dict(opt.state_dict())
+        rt.fill(params[0].grad, np.nan)
+        resumed.step()
+        assert resumed.skipped_steps == sum(bad[:i + 1]) + 1
+
+
 def test_adan_first_step_after_a_skip_has_no_difference(rt):
     """A skipped first step leaves g_prev unset: the next step must still use g_prev = g."""
     rng = np.random.default_rng(4)

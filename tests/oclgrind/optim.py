@@ -32,5 +32,5 @@ for make in makers:
     opt.step()
     assert opt.skipped_steps == 1
 rt.queue.finish()
-print(f"kernels run ({config}, VW {rt.vector_width}): optim (skip_begin, check_finite, sgd, "
+print(f"kernels run ({config}, VW {rt.vector_width}): optim (check_finite, sgd, "
       "adam, adam_mini, adan)")
