@@ -251,6 +251,7 @@ class Limits:
     work_group_multiple: int  # work-group sizes should be multiples of this (a GPU's warp)
     local_mem_size: int  # bytes of local memory per work-group
     compute_units: int  # work-groups that run at once (cores of a CPU, a GPU's multiprocessors)
+    inlines_vector_loads: bool = True  # vloadN/vstoreN compile to plain loads (not PoCL 3.0)
 
     @property
     def vectorises_across_work_items(self) -> bool:
@@ -307,6 +308,14 @@ def _preferred_multiple(device: cl.Device) -> int:
             cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
 
 
+def inlines_vector_loads(device: cl.Device) -> bool:
+    """Whether the device's compiler turns the vloadN/vstoreN builtins into plain vector
+    loads and stores. PoCL 3.0 (PyPI's) leaves them as calls, which made its dense and
+    optimizer kernels several times slower than the same loads written one float at a time
+    (the kernels' VLOAD 0); later PoCL builds and Intel's runtime inline them."""
+    return "PoCL 3.0" not in device.platform.version
+
+
 def device_limits(device: cl.Device, profile: str = "device",
                   max_work_group: int | None = None) -> Limits:
     """The limits of ``device``, or under ``profile="gpu"`` a typical GPU's within them;
@@ -320,7 +329,8 @@ def device_limits(device: cl.Device, profile: str = "device",
                     max_work_item_sizes=tuple(device.max_work_item_sizes),
                     work_group_multiple=_preferred_multiple(device),
                     local_mem_size=device.local_mem_size,
-                    compute_units=device.max_compute_units)
+                    compute_units=device.max_compute_units,
+                    inlines_vector_loads=inlines_vector_loads(device))
     if profile_from_env(profile) == "gpu":
         limits = replace(limits, **GPU_PROFILE)
     cap = max_work_group_from_env(max_work_group)

@@ -37,9 +37,11 @@ TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 2
 
 def default_params(rt) -> dict:
     """Elementwise update kernels without tuning: the device's vector width per work-item
-    (``Limits.explicit_vector_width``), vloadN, work-groups as the launcher's rule chooses
-    them (LOCAL 0)."""
-    return {"VW": vector_width(rt.limits.explicit_vector_width), "VLOAD": 1, "LOCAL": 0}
+    (``Limits.explicit_vector_width``), vloadN where the compiler inlines it
+    (``Limits.inlines_vector_loads``), work-groups as the launcher's rule chooses them
+    (LOCAL 0)."""
+    return {"VW": vector_width(rt.limits.explicit_vector_width),
+            "VLOAD": int(rt.limits.inlines_vector_loads), "LOCAL": 0}
 
 
 def candidates(rt) -> list:

@@ -10,6 +10,7 @@ import nnlib
 from nnlib import reference as ref
 from nnlib import fft, optim
 from nnlib.layers import conv, dense_params
+from nnlib.opencl_devices import inlines_vector_loads
 from nnlib.runtime import GPU_PROFILE, Limits, Runtime, profile_from_env
 from nnlib.sizes import vector_width
 
@@ -37,6 +38,28 @@ def test_a_cpu_that_vectorises_across_work_items_gets_its_own_vectors_and_fma():
         for product in dense_params.PRODUCTS:
             assert dense_params.default_params(fake, product)["FMA"] == fma
             assert {c["FMA"] for c in dense_params.candidates(fake, product, "b64")} == {0, 1}
+
+
+def test_a_compiler_that_leaves_vector_loads_as_calls_gets_loads_by_hand():
+    """Where vloadN is not inlined (PoCL 3.0), the dense and optimizer kernels load one float
+    at a time by default (VLOAD 0); elsewhere they use vloadN. Which compiler is which comes
+    from the platform's version."""
+    common = {"kind": "CPU", "vector_width": 8, "widest_vector": 16,
+              "max_work_group_size": 4096, "work_group_multiple": 8,
+              "local_mem_size": 1 << 20, "max_work_item_sizes": (4096,) * 3,
+              "compute_units": 2}
+    for inlines in (True, False):
+        limits = Limits(**common, inlines_vector_loads=inlines)
+        fake = SimpleNamespace(limits=limits, vector_width=8, is_gpu=False,
+                               work_group_multiple=8)
+        assert optim.default_params(fake)["VLOAD"] == inlines
+        for product in ("forward", "weight"):
+            assert dense_params.default_params(fake, product, lanes=False)["VLOAD"] == inlines
+    platform = SimpleNamespace(version="OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC")
+    assert not inlines_vector_loads(SimpleNamespace(platform=platform))
+    for version in ("OpenCL 3.0 PoCL 3.1+debian  Linux", "OpenCL 3.1 LINUX",
+                    "OpenCL 3.0 CUDA 12.4.131"):
+        assert inlines_vector_loads(SimpleNamespace(platform=SimpleNamespace(version=version)))
 
 
 def test_unknown_profile_is_a_clear_error(monkeypatch, rt):

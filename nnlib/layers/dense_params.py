@@ -68,15 +68,17 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4 tiles,
     split into scalars, need it to be fast, and its forward tiles take the widest vectors the
     compiler emits (``Limits.explicit_vector_width``), as its element-wise kernels do, not
-    its preferred width of 1. The gradients of a device that vectorises
-    across work-items (or a GPU) take the lanes design (:func:`lanes_params`); ``lanes``
-    False: the tiles whatever the device."""
+    its preferred width of 1. Vector loads by vloadN where the compiler inlines it
+    (``Limits.inlines_vector_loads``), else a float at a time. The gradients of a device
+    that vectorises across work-items (or a GPU) take the lanes design
+    (:func:`lanes_params`); ``lanes`` False: the tiles whatever the device."""
     if product != "forward" and (lanes_by_default(rt) if lanes is None else lanes):
         return lanes_params(rt, product, shape)
     vw = vector_width(rt.vector_width, WIDTHS)
     if product == "forward" and rt.limits.vectorises_across_work_items and not rt.is_gpu:
         vw = vector_width(rt.limits.explicit_vector_width, WIDTHS)
-    common = {"VW": vw, "VLOAD": 1, "FMA": int(rt.limits.vectorises_across_work_items),
+    common = {"VW": vw, "VLOAD": int(rt.limits.inlines_vector_loads),
+              "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
