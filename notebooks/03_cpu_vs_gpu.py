@@ -269,7 +269,8 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   queue (a copy through the queue runs after every kernel queued before it, and pyopencl
 #   waits for it when its event is dropped, so the host would wait for them all); `fit`
 #   uploads the training set once and gathers each shuffled batch on the device
-#   (`nnlib/batches.py`);
+#   (`nnlib/batches.py`: one work-item copies a whole row, contiguous memory that a CPU
+#   compiler copies with vector loads; one work-item per element ran several times slower);
 # * Python costs more than the enqueue: pyopencl's `set_arg` fails its way through the kinds
 #   of argument before it takes a number (about 7 µs each), so nnlib's `Launcher`
 #   (`nnlib/launcher.py`) declares the numbers' types from the `.cl` signature and pyopencl
@@ -280,7 +281,9 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   weight-gradient kernel, skips the first layer's input gradient and writes the gradients
 #   instead of zeroing them first; the network lays every parameter end to end in one
 #   buffer when it is built (`nnlib.parameter.FlatLayout`), so the optimizer's finiteness
-#   check and update are one launch each for all six tensors. A batch-1 step is 13 launches;
+#   check and update are one launch each for all six tensors, and the check also carries the
+#   last step's skip flag into the count (steps take two flags in turns), so no launch resets
+#   it. A batch-1 step is 12 launches;
 # * help the compiler vectorize: PoCL runs the work-items of a group as a loop and turns it
 #   into SIMD code only when it can prove the loop has no data-dependent exits. The update
 #   kernels' `if (skip[1]) return;` defeated that, so each work-item now handles `VW`
