@@ -428,6 +428,163 @@ kernel void cconv1d_weight_reduce(global const float2 *part, global float2 *dw,
         db[g * filters + f] += sum;
 }
 
+// ---------------------------------------------------------------- complex, lanes design
+// For devices that vectorise across work-items (Intel's CPU runtime, GPUs; the dense layer's
+// lanes design, dense.cl): work-groups of (lanes, 1, 1) work-items, lane l of a work-group at
+// position start + l of one row, so that the lanes' loads of x (or of the padded gradient)
+// are one contiguous vector, while the weights (or gradients) they read are the same in every
+// lane. Each work-item keeps CF complex scalar accumulators. The last work-group of a row
+// starts early enough to stay inside it (positions before its own computed again, not
+// stored); a row shorter than the work-group clamps its lanes' positions, in a second copy of
+// the loop (the clamped addresses are loaded lane by lane, so they stay out of the first).
+
+// The first position of this work-group's lanes: its own, or n - lanes for the last one
+// of a row of n positions (0 if the row is shorter than the work-group).
+inline size_t lanes_start(int n)
+{
+    size_t own = get_group_id(0) * get_local_size(0);
+    return min(own, (size_t)max(n - (int)get_local_size(0), 0));
+}
+
+// acc[j] += sum_k w[fs[j] + k] xr[k]: the forward's sums of one position.
+inline void forward_sums(float2 *acc, global const float2 *xr, global const float2 *wg,
+                         const int *fs, int window)
+{
+    for (int k = 0; k < window; ++k) {
+        float2 xk = xr[k];
+        for (int j = 0; j < CF; ++j)
+            acc[j] += cmul(wg[fs[j] + k], xk);
+    }
+}
+
+// One work-item per (position t, block of CF filters, row bv), step 1: z = bias + sum_k w x.
+kernel void cconv1d_forward_lanes(global const float2 *x, global const float2 *w,
+                                  global const float2 *bias, global float2 *z, int rows,
+                                  int variables, int length, int window, int filters,
+                                  int out_len, int groups, int sf, int st)
+{
+    int f0 = get_global_id(1) * CF, bv = get_global_id(2);
+    if (f0 >= filters || bv >= rows)
+        return;
+    size_t lane = get_local_id(0), t = lanes_start(out_len) + lane;
+    int g = GROUP(bv % variables);
+    global const float2 *xr = x + (size_t)bv * length;
+    global const float2 *wg = w + (size_t)g * filters * window;
+    float2 acc[CF];
+    int fs[CF];
+    for (int j = 0; j < CF; ++j) {
+        fs[j] = min(f0 + j, filters - 1) * window;
+        acc[j] = (float2)(0.0f, 0.0f);
+    }
+    if (out_len >= get_local_size(0))
+        forward_sums(acc, xr + t, wg, fs, window);
+    else
+        forward_sums(acc, xr + min(t, (size_t)out_len - 1), wg, fs, window);
+    if (t < get_global_id(0) - lane || t >= out_len)
+        return;
+    for (int j = 0; j < CF && f0 + j < filters; ++j)
+        z[OUT(bv, f0 + j, t)] = acc[j] + bias[g * filters + f0 + j];
+}
+
+// acc[j] (acc[0] for the filters left over a multiple of CF) += sum_f sum_k
+// conj(w[f, window - 1 - k]) gr[f p + k]: the input gradient's sums of one input.
+inline void input_sums(float2 *acc, global const float2 *gr, global const float2 *wg,
+                       int window, int filters, size_t p)
+{
+    int f = 0;
+    for (; f + CF <= filters; f += CF)
+        for (int k = 0; k < window; ++k)
+            for (int j = 0; j < CF; ++j)
+                acc[j] += cmulconj(wg[(f + j) * window + window - 1 - k], gr[(f + j) * p + k]);
+    for (; f < filters; ++f)
+        for (int k = 0; k < window; ++k)
+            acc[0] += cmulconj(wg[f * window + window - 1 - k], gr[f * p + k]);
+}
+
+// One work-item per (input i, row bv), step 1, from cconv1d_pad_grad's rows gp:
+// G_x[bv, i] = sum_f sum_k conj(w[g, f, window - 1 - k]) gp[bv, f, i + k], CF filters at a
+// time in CF accumulators (independent multiply-add chains).
+kernel void cconv1d_backward_input_lanes(global const float2 *gp, global const float2 *w,
+                                         global float2 *dx, int rows, int variables,
+                                         int length, int window, int filters, int groups)
+{
+    int bv = get_global_id(1);
+    if (bv >= rows)
+        return;
+    size_t lane = get_local_id(0), i = lanes_start(length) + lane;
+    size_t p = length + window - 1;
+    global const float2 *wg = w + (size_t)GROUP(bv % variables) * filters * window;
+    global const float2 *gr = gp + (size_t)bv * filters * p;
+    float2 acc[CF];
+    for (int j = 0; j < CF; ++j)
+        acc[j] = (float2)(0.0f, 0.0f);
+    if (length >= get_local_size(0))
+        input_sums(acc, gr + i, wg, window, filters, p);
+    else
+        input_sums(acc, gr + min(i, (size_t)length - 1), wg, window, filters, p);
+    for (int j = 1; j < CF; ++j)
+        acc[0] += acc[j];
+    if (i >= get_global_id(0) - lane && i < length)
+        dx[(size_t)bv * length + i] = acc[0];
+}
+
+// acc[j] += sum_t conj(xr[t step]) G_z[bv, fs[j], t], bsum[j] += sum_t G_z[bv, fs[j], t]:
+// the weight gradient's sums of one tap over one row.
+inline void weight_sums(float2 *acc, float2 *bsum, global const float2 *xr,
+                        global const float2 *dz, const int *fs, int bv, int step, int filters,
+                        int out_len, int sf, int st)
+{
+    for (int t = 0; t < out_len; ++t) {
+        float2 xt = xr[(size_t)t * step];
+        for (int j = 0; j < CF; ++j) {
+            float2 gz = dz[OUT(bv, fs[j], t)];
+            acc[j] += cmulconj(xt, gz);
+            bsum[j] += gz;
+        }
+    }
+}
+
+// One work-item per (tap k, block of CF filters, group g and chunk c of its rows), any step:
+// the sums of cconv1d_backward_weight_blocked (same chunks, same part layout), the bias's
+// (the sum of G_z) written by the work-items of tap 0.
+kernel void cconv1d_backward_weight_lanes(global const float2 *dz, global const float2 *x,
+                                          global float2 *part, int rows, int variables,
+                                          int length, int window, int step, int filters,
+                                          int out_len, int groups, int sf, int st, int chunks)
+{
+    int f0 = get_global_id(1) * CF, gc = get_global_id(2);
+    int g = gc / chunks, c = gc % chunks;
+    if (f0 >= filters || g >= groups)
+        return;
+    size_t lane = get_local_id(0), k = lanes_start(window) + lane;
+    int first = groups > 1 ? g : 0, stride = groups > 1 ? variables : 1;
+    int count = groups > 1 ? rows / variables : rows;
+    int lo = (int)((long)c * count / chunks), hi = (int)((long)(c + 1) * count / chunks);
+    float2 acc[CF], bsum[CF];
+    int fs[CF];
+    for (int j = 0; j < CF; ++j) {
+        fs[j] = min(f0 + j, filters - 1);
+        acc[j] = bsum[j] = (float2)(0.0f, 0.0f);
+    }
+    for (int m = lo; m < hi; ++m) {
+        int bv = first + m * stride;
+        global const float2 *xr = x + (size_t)bv * length;
+        if (window >= get_local_size(0))
+            weight_sums(acc, bsum, xr + k, dz, fs, bv, step, filters, out_len, sf, st);
+        else
+            weight_sums(acc, bsum, xr + min(k, (size_t)window - 1), dz, fs, bv, step,
+                        filters, out_len, sf, st);
+    }
+    if (k < get_global_id(0) - lane || k >= window)
+        return;
+    for (int j = 0; j < CF && f0 + j < filters; ++j) {
+        global float2 *out = part + (((size_t)c * groups + g) * filters + f0 + j) * (window + 1);
+        out[k] = acc[j];
+        if (k == 0)
+            out[window] = bsum[j];
+    }
+}
+
 // One work-item per element: y = cact(z), a complex activation of complex.cl.
 kernel void complex_activation_forward(global const float2 *z, global float2 *y, int count,
                                        int cact, float modrelu_b)
