@@ -106,38 +106,46 @@ kernel void cconv1d_forward(global const float2 *x, global const float2 *w,
 }
 
 // The register-blocked forward for step 1 (the dense layer's lessons on float2): one
-// work-item per (block of CV consecutive positions t, block of CF filters, row bv). Real
-// and imaginary parts are kept apart, as CF pairs of CV-wide vectors of accumulators: each
-// window step k loads the CV inputs x[t + k .. t + k + CV) once (one vload of 2 CV floats split
-// into .even = Re and .odd = Im) and multiplies them by the CF weights w[f, k], 4 CF vector
-// multiply-adds per load. Positions past out_len are computed from clamped loads and never
-// stored. CV (4, 8 or 16) and CF come from nnlib/layers/conv.py.
+// work-item per (block of CV consecutive positions t, block of CF filters, row bv), with CF
+// pairs of CV-float vectors of accumulators, each holding CV / 2 outputs as (re, im) pairs
+// the way they lie in memory. Each window step k loads the 2 CV floats x[t + k .. t + k + CV)
+// once as two vectors X and forms i X (neighbours swapped, one sign flipped), then adds
+// Re w[f, k] X + Im w[f, k] i X for each of the CF weights: 4 CF vector multiply-adds per
+// step, no shuffles between the lanes. Positions past out_len are computed from clamped
+// loads and never stored. CV (4, 8 or 16), CF and VLOAD (1: vloadN/vstoreN, 0: one float at
+// a time, for compilers that call them instead of inlining them, as dense.cl) come from
+// nnlib/layers/conv.py; the other blocked kernels take the same.
 #ifndef CV
 #define CV 8
 #endif
 #ifndef CF
 #define CF 4
 #endif
-#if CV == 16
-typedef float16 cvec;
-#define cvload vload16
-#define cvstore vstore16
-#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p), b_ = vload16(1, p);          \
-                                  re = (float16)(a_.even, b_.even);                       \
-                                  im = (float16)(a_.odd, b_.odd); }
-#elif CV == 8
-typedef float8 cvec;
-#define cvload vload8
-#define cvstore vstore8
-// two 8-float loads, not one of 16: no 16-lane value where the widest vector may be 8
-#define CV_EVEN_ODD(p, re, im) { float8 a_ = vload8(0, p), b_ = vload8(1, p);            \
-                                  re = (float8)(a_.even, b_.even);                        \
-                                  im = (float8)(a_.odd, b_.odd); }
+#ifndef VLOAD
+#define VLOAD 1
+#endif
+#define VW CV
+#include "floatv.h"
+typedef floatv cvec;
+#if VLOAD
+#define CV_LOAD(p) vloadv(0, p)
+#define CV_STORE(x, p) vstorev(x, 0, p)
 #else
-typedef float4 cvec;
-#define cvload vload4
-#define cvstore vstore4
-#define CV_EVEN_ODD(p, re, im) { float8 a_ = vload8(0, p); re = a_.even; im = a_.odd; }
+#define CV_LOAD(p) LOAD_BY_HAND(p)
+#define CV_STORE(x, p) STORE_BY_HAND(x, p)
+#endif
+// the CV complex numbers at p (2 CV floats), real and imaginary parts apart
+#define CV_EVEN_ODD(p, re, im) { cvec a_ = CV_LOAD(p), b_ = CV_LOAD((p) + CV);             \
+                                  re = (cvec)(a_.even, b_.even);                          \
+                                  im = (cvec)(a_.odd, b_.odd); }
+// i times each complex number of v, CV / 2 of them as (re, im) pairs: (-im, re, -im, re, ..)
+#define ALT4 ((float4)(-1.0f, 1.0f, -1.0f, 1.0f))
+#if CV == 16
+#define CV_TIMES_I(v) ((v).s1032547698badcfe * (float16)(ALT4, ALT4, ALT4, ALT4))
+#elif CV == 8
+#define CV_TIMES_I(v) ((v).s10325476 * (float8)(ALT4, ALT4))
+#else
+#define CV_TIMES_I(v) ((v).s1032 * ALT4)
 #endif
 
 kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 *w,
@@ -154,48 +162,50 @@ kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 
     // computed again but not stored); a row with out_len < CV uses clamped loads instead
     int start = min(t0, max(length - window - CV + 1, 0));
     global const float *xr = (global const float *)(x + (size_t)bv * length + start);
-    cvec re[CF], im[CF];
+    cvec lo[CF], hi[CF];
     int fs[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
-        fs[j] = min(f0 + j, filters - 1);
-        re[j] = (cvec)(0.0f);
-        im[j] = (cvec)(0.0f);
+        fs[j] = min(f0 + j, filters - 1) * window;
+        lo[j] = (cvec)(0.0f);
+        hi[j] = (cvec)(0.0f);
     }
-    if (start + CV + window - 1 <= length) {
-        for (int k = 0; k < window; ++k) {
-            cvec xre, xim;
-            CV_EVEN_ODD(xr + 2 * k, xre, xim);
-            for (int j = 0; j < CF; ++j) {
-                float2 wk = wg[fs[j] * window + k];
-                re[j] += wk.x * xre - wk.y * xim;
-                im[j] += wk.x * xim + wk.y * xre;
-            }
-        }
-    } else {  // a row shorter than CV + window - 1: element by element
-        for (int k = 0; k < window; ++k) {
-            float xre_[CV], xim_[CV];
+    bool whole = start + CV + window - 1 <= length;
+    for (int k = 0; k < window; ++k) {
+        cvec x0, x1;
+        if (whole) {
+            x0 = CV_LOAD(xr + 2 * k);
+            x1 = CV_LOAD(xr + 2 * k + CV);
+        } else {  // a row shorter than CV + window - 1: element by element
+            float v[2 * CV];
             for (int c = 0; c < CV; ++c) {
-                int i = min(start + c + k, length - 1);
-                xre_[c] = xr[2 * (i - start)];
-                xim_[c] = xr[2 * (i - start) + 1];
+                int i = min(start + c + k, length - 1) - start;
+                v[2 * c] = xr[2 * i];
+                v[2 * c + 1] = xr[2 * i + 1];
             }
-            cvec xre = cvload(0, xre_), xim = cvload(0, xim_);
-            for (int j = 0; j < CF; ++j) {
-                float2 wk = wg[fs[j] * window + k];
-                re[j] += wk.x * xre - wk.y * xim;
-                im[j] += wk.x * xim + wk.y * xre;
-            }
+            x0 = CV_LOAD(v);
+            x1 = CV_LOAD(v + CV);
+        }
+        cvec y0 = CV_TIMES_I(x0), y1 = CV_TIMES_I(x1);
+        #pragma unroll
+        for (int j = 0; j < CF; ++j) {
+            float2 wk = wg[fs[j] + k];
+            lo[j] += wk.x * x0;
+            lo[j] += wk.y * y0;
+            hi[j] += wk.x * x1;
+            hi[j] += wk.y * y1;
         }
     }
+    #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j) {
-        float a[CV], b[CV];
-        cvstore(re[j], 0, a);
-        cvstore(im[j], 0, b);
+        float a[2 * CV];
+        CV_STORE(lo[j], a);
+        CV_STORE(hi[j], a + CV);
         float2 add = bias[g * filters + f0 + j];
         for (int c = 0; c < CV; ++c) {
             int t = start + c;
             if (t >= t0 && t < out_len)
-                z[OUT(bv, f0 + j, t)] = (float2)(a[c], b[c]) + add;
+                z[OUT(bv, f0 + j, t)] = (float2)(a[2 * c], a[2 * c + 1]) + add;
         }
     }
 }
@@ -291,6 +301,7 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
     bool whole = start + CV <= length;
     global const float *gb = (global const float *)(gp + (size_t)bv * filters * p + start);
     cvec re[CF], im[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
         re[j] = (cvec)(0.0f);
         im[j] = (cvec)(0.0f);
@@ -305,12 +316,13 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
             re_[c] = (gr)[2 * e];                                                        \
             im_[c] = (gr)[2 * e + 1];                                                    \
         }                                                                                \
-        gre = cvload(0, re_);                                                            \
-        gim = cvload(0, im_);                                                            \
+        gre = CV_LOAD(re_);                                                            \
+        gim = CV_LOAD(im_);                                                            \
     }
     int f = 0;
     for (; f + CF <= filters; f += CF)
         for (int k = 0; k < window; ++k)
+            #pragma unroll
             for (int j = 0; j < CF; ++j) {
                 global const float *gr = gb + (size_t)2 * (f + j) * p;
                 INPUT_TAP(re[j], im[j], wg[(f + j) * window + window - 1 - k], gr, k)
@@ -321,13 +333,14 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
             INPUT_TAP(re[0], im[0], wg[f * window + window - 1 - k], gr, k)
     }
 #undef LOAD_CV
+    #pragma unroll
     for (int j = 1; j < CF; ++j) {
         re[0] += re[j];
         im[0] += im[j];
     }
     float a[CV], b[CV];
-    cvstore(re[0], 0, a);
-    cvstore(im[0], 0, b);
+    CV_STORE(re[0], a);
+    CV_STORE(im[0], b);
     for (int c = 0; c < CV; ++c) {
         int i = start + c;
         if (i >= i0 && i < length)
@@ -362,6 +375,7 @@ kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global cons
     cvec re[CF], im[CF];
     float2 bsum[CF];
     int fs[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
         fs[j] = min(f0 + j, filters - 1);
         re[j] = (cvec)(0.0f);
@@ -382,9 +396,10 @@ kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global cons
                     re_[e] = xr[2 * i];
                     im_[e] = xr[2 * i + 1];
                 }
-                xre = cvload(0, re_);
-                xim = cvload(0, im_);
+                xre = CV_LOAD(re_);
+                xim = CV_LOAD(im_);
             }
+            #pragma unroll
             for (int j = 0; j < CF; ++j) {
                 float2 gz = dz[OUT(bv, fs[j], t)];
                 re[j] += xre * gz.x + xim * gz.y;
@@ -393,11 +408,12 @@ kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global cons
             }
         }
     }
+    #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j) {
         global float2 *out = part + (((size_t)c * groups + g) * filters + f0 + j) * (window + 1);
         float a[CV], b[CV];
-        cvstore(re[j], 0, a);
-        cvstore(im[j], 0, b);
+        CV_STORE(re[j], a);
+        CV_STORE(im[j], b);
         for (int e = 0; e < CV; ++e) {
             int k = start + e;
             if (k >= k0 && k < window)
@@ -452,6 +468,7 @@ inline void forward_sums(float2 *acc, global const float2 *xr, global const floa
 {
     for (int k = 0; k < window; ++k) {
         float2 xk = xr[k];
+        #pragma unroll
         for (int j = 0; j < CF; ++j)
             acc[j] += cmul(wg[fs[j] + k], xk);
     }
@@ -472,6 +489,7 @@ kernel void cconv1d_forward_lanes(global const float2 *x, global const float2 *w
     global const float2 *wg = w + (size_t)g * filters * window;
     float2 acc[CF];
     int fs[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
         fs[j] = min(f0 + j, filters - 1) * window;
         acc[j] = (float2)(0.0f, 0.0f);
@@ -482,6 +500,7 @@ kernel void cconv1d_forward_lanes(global const float2 *x, global const float2 *w
         forward_sums(acc, xr + min(t, (size_t)out_len - 1), wg, fs, window);
     if (t < get_global_id(0) - lane || t >= out_len)
         return;
+    #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j)
         z[OUT(bv, f0 + j, t)] = acc[j] + bias[g * filters + f0 + j];
 }
@@ -494,6 +513,7 @@ inline void input_sums(float2 *acc, global const float2 *gr, global const float2
     int f = 0;
     for (; f + CF <= filters; f += CF)
         for (int k = 0; k < window; ++k)
+            #pragma unroll
             for (int j = 0; j < CF; ++j)
                 acc[j] += cmulconj(wg[(f + j) * window + window - 1 - k], gr[(f + j) * p + k]);
     for (; f < filters; ++f)
@@ -516,12 +536,14 @@ kernel void cconv1d_backward_input_lanes(global const float2 *gp, global const f
     global const float2 *wg = w + (size_t)GROUP(bv % variables) * filters * window;
     global const float2 *gr = gp + (size_t)bv * filters * p;
     float2 acc[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j)
         acc[j] = (float2)(0.0f, 0.0f);
     if (length >= get_local_size(0))
         input_sums(acc, gr + i, wg, window, filters, p);
     else
         input_sums(acc, gr + min(i, (size_t)length - 1), wg, window, filters, p);
+    #pragma unroll
     for (int j = 1; j < CF; ++j)
         acc[0] += acc[j];
     if (i >= get_global_id(0) - lane && i < length)
@@ -536,6 +558,7 @@ inline void weight_sums(float2 *acc, float2 *bsum, global const float2 *xr,
 {
     for (int t = 0; t < out_len; ++t) {
         float2 xt = xr[(size_t)t * step];
+        #pragma unroll
         for (int j = 0; j < CF; ++j) {
             float2 gz = dz[OUT(bv, fs[j], t)];
             acc[j] += cmulconj(xt, gz);
@@ -562,6 +585,7 @@ kernel void cconv1d_backward_weight_lanes(global const float2 *dz, global const 
     int lo = (int)((long)c * count / chunks), hi = (int)((long)(c + 1) * count / chunks);
     float2 acc[CF], bsum[CF];
     int fs[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
         fs[j] = min(f0 + j, filters - 1);
         acc[j] = bsum[j] = (float2)(0.0f, 0.0f);
@@ -577,6 +601,7 @@ kernel void cconv1d_backward_weight_lanes(global const float2 *dz, global const 
     }
     if (k < get_global_id(0) - lane || k >= window)
         return;
+    #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j) {
         global float2 *out = part + (((size_t)c * groups + g) * filters + f0 + j) * (window + 1);
         out[k] = acc[j];

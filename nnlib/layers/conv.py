@@ -60,15 +60,18 @@ LANES_FILTERS = (4, 2, 8)  # conv.cl's CF in the lanes design, the default first
 
 def tile_candidates(rt) -> list:
     """Tiles of the register-blocked complex kernels, the default first: ``CV`` positions
-    (taps for the weight gradient) as one vector, real and imaginary parts apart, times
-    ``CF`` filters per work-item. Default: the device's preferred float vector width (4 to
-    16), 4 filters (8 vector accumulators); the tuner also tries the other widths and 2
-    filters (fewer registers), no wider than the compiler emits natively. A device that
-    vectorises across work-items (dense_params.lanes_by_default) takes the lanes design
-    (:func:`lanes_tiles`) by default, and the tuner tries the tiles after it."""
-    default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4}
-    out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)
-                       if cv <= max(rt.limits.widest_vector, 4)]
+    (taps for the weight gradient) as one vector, times ``CF`` filters per work-item, and
+    ``VLOAD`` (1: vloadN/vstoreN builtins, 0: one float at a time, for compilers that call
+    the builtins instead of inlining them, as dense.cl). Default: the device's preferred
+    float vector width (4 to 16), 4 filters, the builtins; the tuner then tries the default
+    without them, the other widths and 2 filters (fewer registers), no wider than the
+    compiler emits natively, with and without. A device that vectorises across work-items
+    (dense_params.lanes_by_default) takes the lanes design (:func:`lanes_tiles`) by default,
+    and the tuner tries the tiles after it."""
+    default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4, "VLOAD": 1}
+    out = [default, dict(default, VLOAD=0)] + [
+        {"CV": cv, "CF": cf, "VLOAD": v} for v in (1, 0) for cv in (8, 16, 4) for cf in (4, 2)
+        if cv <= max(rt.limits.widest_vector, 4)]
     if lanes_by_default(rt):
         out = lanes_tiles(rt) + out
     return [c for i, c in enumerate(out) if c not in out[:i]]
