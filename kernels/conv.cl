@@ -112,9 +112,10 @@ kernel void cconv1d_forward(global const float2 *x, global const float2 *w,
 // once as two vectors X and forms i X (neighbours swapped, one sign flipped), then adds
 // Re w[f, k] X + Im w[f, k] i X for each of the CF weights: 4 CF vector multiply-adds per
 // step, no shuffles between the lanes. Positions past out_len are computed from clamped
-// loads and never stored. CV (4, 8 or 16), CF and VLOAD (1: vloadN/vstoreN, 0: one float at
-// a time, for compilers that call them instead of inlining them, as dense.cl) come from
-// nnlib/layers/conv.py; the other blocked kernels take the same.
+// loads and never stored. Vectors are loaded and stored one float at a time (floatv.h's
+// LOAD_BY_HAND), which compilers turn into vector accesses, where some call vloadN instead
+// of inlining it. CV (4, 8 or 16), CF and, for the gradients' kernels, VLOAD (1: vloadN /
+// vstoreN, 0: by hand) come from nnlib/layers/conv.py.
 #ifndef CV
 #define CV 8
 #endif
@@ -174,8 +175,8 @@ kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 
     for (int k = 0; k < window; ++k) {
         cvec x0, x1;
         if (whole) {
-            x0 = CV_LOAD(xr + 2 * k);
-            x1 = CV_LOAD(xr + 2 * k + CV);
+            x0 = LOAD_BY_HAND(xr + 2 * k);
+            x1 = LOAD_BY_HAND(xr + 2 * k + CV);
         } else {  // a row shorter than CV + window - 1: element by element
             float v[2 * CV];
             for (int c = 0; c < CV; ++c) {
@@ -183,8 +184,8 @@ kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 
                 v[2 * c] = xr[2 * i];
                 v[2 * c + 1] = xr[2 * i + 1];
             }
-            x0 = CV_LOAD(v);
-            x1 = CV_LOAD(v + CV);
+            x0 = LOAD_BY_HAND(v);
+            x1 = LOAD_BY_HAND(v + CV);
         }
         cvec y0 = CV_TIMES_I(x0), y1 = CV_TIMES_I(x1);
         #pragma unroll
@@ -199,8 +200,8 @@ kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 
     #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j) {
         float a[2 * CV];
-        CV_STORE(lo[j], a);
-        CV_STORE(hi[j], a + CV);
+        STORE_BY_HAND(lo[j], a);
+        STORE_BY_HAND(hi[j], a + CV);
         float2 add = bias[g * filters + f0 + j];
         for (int c = 0; c < CV; ++c) {
             int t = start + c;

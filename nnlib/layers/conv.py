@@ -61,11 +61,12 @@ LANES_FILTERS = (4, 2, 8)  # conv.cl's CF in the lanes design, the default first
 def tile_candidates(rt) -> list:
     """Tiles of the register-blocked complex kernels, the default first: ``CV`` positions
     (taps for the weight gradient) as one vector, times ``CF`` filters per work-item, and
-    ``VLOAD`` (1: vloadN/vstoreN builtins, 0: one float at a time, for compilers that call
-    the builtins instead of inlining them, as dense.cl). Default: the device's preferred
-    float vector width (4 to 16), 4 filters, the builtins; the tuner then tries the default
-    without them, the other widths and 2 filters (fewer registers), no wider than the
-    compiler emits natively, with and without. A device that vectorises across work-items
+    ``VLOAD`` (the gradients' loads, 1: vloadN/vstoreN builtins, 0: one float at a time, for
+    compilers that call the builtins instead of inlining them, as dense.cl; the forward loads
+    by hand always). Default: the device's preferred float vector width (4 to 16), 4
+    filters, the builtins; the tuner then tries the default without them, the other widths
+    and 2 filters (fewer registers), no wider than the compiler emits natively, with and
+    without. A device that vectorises across work-items
     (dense_params.lanes_by_default) takes the lanes design (:func:`lanes_tiles`) by default,
     and the tuner tries the tiles after it."""
     default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4, "VLOAD": 1}
