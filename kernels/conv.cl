@@ -106,38 +106,47 @@ kernel void cconv1d_forward(global const float2 *x, global const float2 *w,
 }
 
 // The register-blocked forward for step 1 (the dense layer's lessons on float2): one
-// work-item per (block of CV consecutive positions t, block of CF filters, row bv). Real
-// and imaginary parts are kept apart, as CF pairs of CV-wide vectors of accumulators: each
-// window step k loads the CV inputs x[t + k .. t + k + CV) once (one vload of 2 CV floats split
-// into .even = Re and .odd = Im) and multiplies them by the CF weights w[f, k], 4 CF vector
-// multiply-adds per load. Positions past out_len are computed from clamped loads and never
-// stored. CV (4, 8 or 16) and CF come from nnlib/layers/conv.py.
+// work-item per (block of CV consecutive positions t, block of CF filters, row bv), with CF
+// pairs of CV-float vectors of accumulators, each holding CV / 2 outputs as (re, im) pairs
+// the way they lie in memory. Each window step k loads the 2 CV floats x[t + k .. t + k + CV)
+// once as two vectors X and forms i X (neighbours swapped, one sign flipped), then adds
+// Re w[f, k] X + Im w[f, k] i X for each of the CF weights: 4 CF vector multiply-adds per
+// step, no shuffles between the lanes. Positions past out_len are computed from clamped
+// loads and never stored. Vectors are loaded and stored one float at a time (floatv.h's
+// LOAD_BY_HAND), which compilers turn into vector accesses, where some call vloadN instead
+// of inlining it. CV (4, 8 or 16), CF and, for the gradients' kernels, VLOAD (1: vloadN /
+// vstoreN, 0: by hand) come from nnlib/layers/conv.py.
 #ifndef CV
 #define CV 8
 #endif
 #ifndef CF
 #define CF 4
 #endif
-#if CV == 16
-typedef float16 cvec;
-#define cvload vload16
-#define cvstore vstore16
-#define CV_EVEN_ODD(p, re, im) { float16 a_ = vload16(0, p), b_ = vload16(1, p);          \
-                                  re = (float16)(a_.even, b_.even);                       \
-                                  im = (float16)(a_.odd, b_.odd); }
-#elif CV == 8
-typedef float8 cvec;
-#define cvload vload8
-#define cvstore vstore8
-// two 8-float loads, not one of 16: no 16-lane value where the widest vector may be 8
-#define CV_EVEN_ODD(p, re, im) { float8 a_ = vload8(0, p), b_ = vload8(1, p);            \
-                                  re = (float8)(a_.even, b_.even);                        \
-                                  im = (float8)(a_.odd, b_.odd); }
+#ifndef VLOAD
+#define VLOAD 1
+#endif
+#define VW CV
+#include "floatv.h"
+typedef floatv cvec;
+#if VLOAD
+#define CV_LOAD(p) vloadv(0, p)
+#define CV_STORE(x, p) vstorev(x, 0, p)
 #else
-typedef float4 cvec;
-#define cvload vload4
-#define cvstore vstore4
-#define CV_EVEN_ODD(p, re, im) { float8 a_ = vload8(0, p); re = a_.even; im = a_.odd; }
+#define CV_LOAD(p) LOAD_BY_HAND(p)
+#define CV_STORE(x, p) STORE_BY_HAND(x, p)
+#endif
+// the CV complex numbers at p (2 CV floats), real and imaginary parts apart
+#define CV_EVEN_ODD(p, re, im) { cvec a_ = CV_LOAD(p), b_ = CV_LOAD((p) + CV);             \
+                                  re = (cvec)(a_.even, b_.even);                          \
+                                  im = (cvec)(a_.odd, b_.odd); }
+// i times each complex number of v, CV / 2 of them as (re, im) pairs: (-im, re, -im, re, ..)
+#define ALT4 ((float4)(-1.0f, 1.0f, -1.0f, 1.0f))
+#if CV == 16
+#define CV_TIMES_I(v) ((v).s1032547698badcfe * (float16)(ALT4, ALT4, ALT4, ALT4))
+#elif CV == 8
+#define CV_TIMES_I(v) ((v).s10325476 * (float8)(ALT4, ALT4))
+#else
+#define CV_TIMES_I(v) ((v).s1032 * ALT4)
 #endif
 
 kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 *w,
@@ -154,48 +163,50 @@ kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 
     // computed again but not stored); a row with out_len < CV uses clamped loads instead
     int start = min(t0, max(length - window - CV + 1, 0));
     global const float *xr = (global const float *)(x + (size_t)bv * length + start);
-    cvec re[CF], im[CF];
+    cvec lo[CF], hi[CF];
     int fs[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
-        fs[j] = min(f0 + j, filters - 1);
-        re[j] = (cvec)(0.0f);
-        im[j] = (cvec)(0.0f);
+        fs[j] = min(f0 + j, filters - 1) * window;
+        lo[j] = (cvec)(0.0f);
+        hi[j] = (cvec)(0.0f);
     }
-    if (start + CV + window - 1 <= length) {
-        for (int k = 0; k < window; ++k) {
-            cvec xre, xim;
-            CV_EVEN_ODD(xr + 2 * k, xre, xim);
-            for (int j = 0; j < CF; ++j) {
-                float2 wk = wg[fs[j] * window + k];
-                re[j] += wk.x * xre - wk.y * xim;
-                im[j] += wk.x * xim + wk.y * xre;
-            }
-        }
-    } else {  // a row shorter than CV + window - 1: element by element
-        for (int k = 0; k < window; ++k) {
-            float xre_[CV], xim_[CV];
+    bool whole = start + CV + window - 1 <= length;
+    for (int k = 0; k < window; ++k) {
+        cvec x0, x1;
+        if (whole) {
+            x0 = LOAD_BY_HAND(xr + 2 * k);
+            x1 = LOAD_BY_HAND(xr + 2 * k + CV);
+        } else {  // a row shorter than CV + window - 1: element by element
+            float v[2 * CV];
             for (int c = 0; c < CV; ++c) {
-                int i = min(start + c + k, length - 1);
-                xre_[c] = xr[2 * (i - start)];
-                xim_[c] = xr[2 * (i - start) + 1];
+                int i = min(start + c + k, length - 1) - start;
+                v[2 * c] = xr[2 * i];
+                v[2 * c + 1] = xr[2 * i + 1];
             }
-            cvec xre = cvload(0, xre_), xim = cvload(0, xim_);
-            for (int j = 0; j < CF; ++j) {
-                float2 wk = wg[fs[j] * window + k];
-                re[j] += wk.x * xre - wk.y * xim;
-                im[j] += wk.x * xim + wk.y * xre;
-            }
+            x0 = LOAD_BY_HAND(v);
+            x1 = LOAD_BY_HAND(v + CV);
+        }
+        cvec y0 = CV_TIMES_I(x0), y1 = CV_TIMES_I(x1);
+        #pragma unroll
+        for (int j = 0; j < CF; ++j) {
+            float2 wk = wg[fs[j] + k];
+            lo[j] += wk.x * x0;
+            lo[j] += wk.y * y0;
+            hi[j] += wk.x * x1;
+            hi[j] += wk.y * y1;
         }
     }
+    #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j) {
-        float a[CV], b[CV];
-        cvstore(re[j], 0, a);
-        cvstore(im[j], 0, b);
+        float a[2 * CV];
+        STORE_BY_HAND(lo[j], a);
+        STORE_BY_HAND(hi[j], a + CV);
         float2 add = bias[g * filters + f0 + j];
         for (int c = 0; c < CV; ++c) {
             int t = start + c;
             if (t >= t0 && t < out_len)
-                z[OUT(bv, f0 + j, t)] = (float2)(a[c], b[c]) + add;
+                z[OUT(bv, f0 + j, t)] = (float2)(a[2 * c], a[2 * c + 1]) + add;
         }
     }
 }
@@ -291,6 +302,7 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
     bool whole = start + CV <= length;
     global const float *gb = (global const float *)(gp + (size_t)bv * filters * p + start);
     cvec re[CF], im[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
         re[j] = (cvec)(0.0f);
         im[j] = (cvec)(0.0f);
@@ -305,12 +317,13 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
             re_[c] = (gr)[2 * e];                                                        \
             im_[c] = (gr)[2 * e + 1];                                                    \
         }                                                                                \
-        gre = cvload(0, re_);                                                            \
-        gim = cvload(0, im_);                                                            \
+        gre = CV_LOAD(re_);                                                            \
+        gim = CV_LOAD(im_);                                                            \
     }
     int f = 0;
     for (; f + CF <= filters; f += CF)
         for (int k = 0; k < window; ++k)
+            #pragma unroll
             for (int j = 0; j < CF; ++j) {
                 global const float *gr = gb + (size_t)2 * (f + j) * p;
                 INPUT_TAP(re[j], im[j], wg[(f + j) * window + window - 1 - k], gr, k)
@@ -321,13 +334,14 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
             INPUT_TAP(re[0], im[0], wg[f * window + window - 1 - k], gr, k)
     }
 #undef LOAD_CV
+    #pragma unroll
     for (int j = 1; j < CF; ++j) {
         re[0] += re[j];
         im[0] += im[j];
     }
     float a[CV], b[CV];
-    cvstore(re[0], 0, a);
-    cvstore(im[0], 0, b);
+    CV_STORE(re[0], a);
+    CV_STORE(im[0], b);
     for (int c = 0; c < CV; ++c) {
         int i = start + c;
         if (i >= i0 && i < length)
@@ -362,6 +376,7 @@ kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global cons
     cvec re[CF], im[CF];
     float2 bsum[CF];
     int fs[CF];
+    #pragma unroll
     for (int j = 0; j < CF; ++j) {
         fs[j] = min(f0 + j, filters - 1);
         re[j] = (cvec)(0.0f);
@@ -382,9 +397,10 @@ kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global cons
                     re_[e] = xr[2 * i];
                     im_[e] = xr[2 * i + 1];
                 }
-                xre = cvload(0, re_);
-                xim = cvload(0, im_);
+                xre = CV_LOAD(re_);
+                xim = CV_LOAD(im_);
             }
+            #pragma unroll
             for (int j = 0; j < CF; ++j) {
                 float2 gz = dz[OUT(bv, fs[j], t)];
                 re[j] += xre * gz.x + xim * gz.y;
@@ -393,11 +409,12 @@ kernel void cconv1d_backward_weight_blocked(global const float2 *dz, global cons
             }
         }
     }
+    #pragma unroll
     for (int j = 0; j < CF && f0 + j < filters; ++j) {
         global float2 *out = part + (((size_t)c * groups + g) * filters + f0 + j) * (window + 1);
         float a[CV], b[CV];
-        cvstore(re[j], 0, a);
-        cvstore(im[j], 0, b);
+        CV_STORE(re[j], a);
+        CV_STORE(im[j], b);
         for (int e = 0; e < CV; ++e) {
             int k = start + e;
             if (k >= k0 && k < window)
@@ -426,6 +443,172 @@ kernel void cconv1d_weight_reduce(global const float2 *part, global float2 *dw,
         dw[((size_t)g * filters + f) * window + k] += sum;
     else
         db[g * filters + f] += sum;
+}
+
+// ---------------------------------------------------------------- complex, lanes design
+// For devices that vectorise across work-items (Intel's CPU runtime, GPUs; the dense layer's
+// lanes design, dense.cl): work-groups of (lanes, 1, 1) work-items, lane l of a work-group at
+// position start + l of one row, so that the lanes' loads of x (or of the padded gradient)
+// are one contiguous vector, while the weights (or gradients) they read are the same in every
+// lane. Each work-item keeps CF complex scalar accumulators. The last work-group of a row
+// starts early enough to stay inside it (positions before its own computed again, not
+// stored); a row shorter than the work-group clamps its lanes' positions, in a second copy of
+// the loop (the clamped addresses are loaded lane by lane, so they stay out of the first).
+
+// The first position of this work-group's lanes: its own, or n - lanes for the last one
+// of a row of n positions (0 if the row is shorter than the work-group).
+inline size_t lanes_start(int n)
+{
+    size_t own = get_group_id(0) * get_local_size(0);
+    return min(own, (size_t)max(n - (int)get_local_size(0), 0));
+}
+
+// acc[j] += sum_k w[fs[j] + k] xr[k]: the forward's sums of one position.
+inline void forward_sums(float2 *acc, global const float2 *xr, global const float2 *wg,
+                         const int *fs, int window)
+{
+    for (int k = 0; k < window; ++k) {
+        float2 xk = xr[k];
+        #pragma unroll
+        for (int j = 0; j < CF; ++j)
+            acc[j] += cmul(wg[fs[j] + k], xk);
+    }
+}
+
+// One work-item per (position t, block of CF filters, row bv), step 1: z = bias + sum_k w x.
+kernel void cconv1d_forward_lanes(global const float2 *x, global const float2 *w,
+                                  global const float2 *bias, global float2 *z, int rows,
+                                  int variables, int length, int window, int filters,
+                                  int out_len, int groups, int sf, int st)
+{
+    int f0 = get_global_id(1) * CF, bv = get_global_id(2);
+    if (f0 >= filters || bv >= rows)
+        return;
+    size_t lane = get_local_id(0), t = lanes_start(out_len) + lane;
+    int g = GROUP(bv % variables);
+    global const float2 *xr = x + (size_t)bv * length;
+    global const float2 *wg = w + (size_t)g * filters * window;
+    float2 acc[CF];
+    int fs[CF];
+    #pragma unroll
+    for (int j = 0; j < CF; ++j) {
+        fs[j] = min(f0 + j, filters - 1) * window;
+        acc[j] = (float2)(0.0f, 0.0f);
+    }
+    if (out_len >= get_local_size(0))
+        forward_sums(acc, xr + t, wg, fs, window);
+    else
+        forward_sums(acc, xr + min(t, (size_t)out_len - 1), wg, fs, window);
+    if (t < get_global_id(0) - lane || t >= out_len)
+        return;
+    #pragma unroll
+    for (int j = 0; j < CF && f0 + j < filters; ++j)
+        z[OUT(bv, f0 + j, t)] = acc[j] + bias[g * filters + f0 + j];
+}
+
+// acc[j] (acc[0] for the filters left over a multiple of CF) += sum_f sum_k
+// conj(w[f, window - 1 - k]) gr[f p + k]: the input gradient's sums of one input.
+inline void input_sums(float2 *acc, global const float2 *gr, global const float2 *wg,
+                       int window, int filters, size_t p)
+{
+    int f = 0;
+    for (; f + CF <= filters; f += CF)
+        for (int k = 0; k < window; ++k)
+            #pragma unroll
+            for (int j = 0; j < CF; ++j)
+                acc[j] += cmulconj(wg[(f + j) * window + window - 1 - k], gr[(f + j) * p + k]);
+    for (; f < filters; ++f)
+        for (int k = 0; k < window; ++k)
+            acc[0] += cmulconj(wg[f * window + window - 1 - k], gr[f * p + k]);
+}
+
+// One work-item per (input i, row bv), step 1, from cconv1d_pad_grad's rows gp:
+// G_x[bv, i] = sum_f sum_k conj(w[g, f, window - 1 - k]) gp[bv, f, i + k], CF filters at a
+// time in CF accumulators (independent multiply-add chains).
+kernel void cconv1d_backward_input_lanes(global const float2 *gp, global const float2 *w,
+                                         global float2 *dx, int rows, int variables,
+                                         int length, int window, int filters, int groups)
+{
+    int bv = get_global_id(1);
+    if (bv >= rows)
+        return;
+    size_t lane = get_local_id(0), i = lanes_start(length) + lane;
+    size_t p = length + window - 1;
+    global const float2 *wg = w + (size_t)GROUP(bv % variables) * filters * window;
+    global const float2 *gr = gp + (size_t)bv * filters * p;
+    float2 acc[CF];
+    #pragma unroll
+    for (int j = 0; j < CF; ++j)
+        acc[j] = (float2)(0.0f, 0.0f);
+    if (length >= get_local_size(0))
+        input_sums(acc, gr + i, wg, window, filters, p);
+    else
+        input_sums(acc, gr + min(i, (size_t)length - 1), wg, window, filters, p);
+    #pragma unroll
+    for (int j = 1; j < CF; ++j)
+        acc[0] += acc[j];
+    if (i >= get_global_id(0) - lane && i < length)
+        dx[(size_t)bv * length + i] = acc[0];
+}
+
+// acc[j] += sum_t conj(xr[t step]) G_z[bv, fs[j], t], bsum[j] += sum_t G_z[bv, fs[j], t]:
+// the weight gradient's sums of one tap over one row.
+inline void weight_sums(float2 *acc, float2 *bsum, global const float2 *xr,
+                        global const float2 *dz, const int *fs, int bv, int step, int filters,
+                        int out_len, int sf, int st)
+{
+    for (int t = 0; t < out_len; ++t) {
+        float2 xt = xr[(size_t)t * step];
+        #pragma unroll
+        for (int j = 0; j < CF; ++j) {
+            float2 gz = dz[OUT(bv, fs[j], t)];
+            acc[j] += cmulconj(xt, gz);
+            bsum[j] += gz;
+        }
+    }
+}
+
+// One work-item per (tap k, block of CF filters, group g and chunk c of its rows), any step:
+// the sums of cconv1d_backward_weight_blocked (same chunks, same part layout), the bias's
+// (the sum of G_z) written by the work-items of tap 0.
+kernel void cconv1d_backward_weight_lanes(global const float2 *dz, global const float2 *x,
+                                          global float2 *part, int rows, int variables,
+                                          int length, int window, int step, int filters,
+                                          int out_len, int groups, int sf, int st, int chunks)
+{
+    int f0 = get_global_id(1) * CF, gc = get_global_id(2);
+    int g = gc / chunks, c = gc % chunks;
+    if (f0 >= filters || g >= groups)
+        return;
+    size_t lane = get_local_id(0), k = lanes_start(window) + lane;
+    int first = groups > 1 ? g : 0, stride = groups > 1 ? variables : 1;
+    int count = groups > 1 ? rows / variables : rows;
+    int lo = (int)((long)c * count / chunks), hi = (int)((long)(c + 1) * count / chunks);
+    float2 acc[CF], bsum[CF];
+    int fs[CF];
+    #pragma unroll
+    for (int j = 0; j < CF; ++j) {
+        fs[j] = min(f0 + j, filters - 1);
+        acc[j] = bsum[j] = (float2)(0.0f, 0.0f);
+    }
+    for (int m = lo; m < hi; ++m) {
+        int bv = first + m * stride;
+        global const float2 *xr = x + (size_t)bv * length;
+        if (window >= get_local_size(0))
+            weight_sums(acc, bsum, xr + k, dz, fs, bv, step, filters, out_len, sf, st);
+        else
+            weight_sums(acc, bsum, xr + min(k, (size_t)window - 1), dz, fs, bv, step,
+                        filters, out_len, sf, st);
+    }
+    if (k < get_global_id(0) - lane || k >= window)
+        return;
+    #pragma unroll
+    for (int j = 0; j < CF && f0 + j < filters; ++j) {
+        global float2 *out = part + (((size_t)c * groups + g) * filters + f0 + j) * (window + 1);
+        out[k] = acc[j];
+        if (k == 0)
+            out[window] = bsum[j];
+    }
 }
 
 // One work-item per element: y = cact(z), a complex activation of complex.cl.

@@ -183,10 +183,15 @@ print(inspect.getsource(ref.conv1d_backward))
 # `cmul` in the forward pass and `cmulconj` (the conjugate) in both backward ones. For step 1
 # the complex layer runs register-blocked versions (the dense layer's lesson on `float2`):
 # a work-item keeps a tile of outputs (consecutive positions, inputs or taps, times a few
-# filters) in vector accumulators, real and imaginary parts apart, and loads each input once
-# per tile; the input gradient reads a zero-padded copy of $G_z$ so that its loads never
-# leave the row, and the weight gradient splits its long sum over rows into chunks whose
-# partial sums a second small kernel adds:
+# filters) in vector accumulators and loads each input once per tile (the forward keeps the
+# outputs as (re, im) pairs, as they lie in memory: $w x = \mathrm{Re}\,w\,x +
+# \mathrm{Im}\,w\,(i x)$, and $i x$ only swaps neighbours and flips a sign); the input
+# gradient reads a zero-padded copy of $G_z$ so that its loads never leave the row, and the
+# weight gradient splits its long sum over rows into chunks whose partial sums a second
+# small kernel adds. On a device that vectorises across work-items (Intel's CPU runtime, a
+# GPU) the three take the **lanes design** of notebook 03 instead (`*_lanes` kernels):
+# neighbouring work-items at neighbouring positions, scalar `float2` accumulators, so that
+# the lanes' loads of $x$ are one contiguous vector:
 
 # %%
 print(nnlib.source("conv"))
@@ -462,7 +467,8 @@ assert device_s > 0 and numpy_s > 0
 # - The Hermitian product's real part is the real dot product of $[\mathrm{Re};\mathrm{Im}]$:
 #   complex layers and CATCH's real layers on $[\mathrm{Re}|\mathrm{Im}]$ are related.
 # - A convolution is a sliding dot product; each gradient element belongs to one work-item,
-#   and register tiles of `float2` make the kernels fast.
+#   and register tiles of `float2` (or, where the compiler vectorises across work-items,
+#   neighbouring positions in neighbouring lanes) make the kernels fast.
 # - The FFT: Stockham stages of radix 2, 3, 4 and 5 for $n = 2^a 3^b 5^c$, a direct DFT or
 #   Bluestein otherwise; its gradient is the inverse transform with the dual normalisation.
 # - Regular anomalies concentrate in one frequency bin: the reason CATCH looks at spectra.

@@ -7,7 +7,7 @@ import pytest
 import nnlib
 from nnlib import reference as ref
 from nnlib.codes import COMPLEX_ACTIVATIONS
-from nnlib.layers.conv import tile_candidates
+from nnlib.layers.conv import lanes_tiles, tile_candidates
 
 from .gradcheck import numeric_grad
 from .test_conv import check_against_reference, geometries, host_grads, host_params, sample
@@ -40,10 +40,10 @@ def complex_numeric_grad(loss, z):
     return part(re) + 1j * part(im)
 
 
-def gradcheck_case(rt, act, shared, layout="channels", seed=6):
+def gradcheck_case(rt, act, shared, layout="channels", seed=6, step=2, tile=None):
     rng = np.random.default_rng(seed)
-    layer = nnlib.ComplexConv1d(3, 2, 2, 2, activation=act, shared=shared, layout=layout,
-                                modrelu_b=-0.4, seed=seed, runtime=rt)
+    layer = nnlib.ComplexConv1d(3, step, 2, 2, activation=act, shared=shared, layout=layout,
+                                modrelu_b=-0.4, seed=seed, runtime=rt, _tile=tile)
     x = sample(rng, (2, 2, 9), True, 0.7)
     y = layer.forward(x.astype(np.complex64))
     r = sample(rng, y.shape, True)
@@ -51,7 +51,7 @@ def gradcheck_case(rt, act, shared, layout="channels", seed=6):
     w, b = host_params(layer)
 
     def loss():  # a real loss: L = Re sum(conj(r) y), so G_y = r
-        y = ref.conv1d_layer_forward(x, w, b, 2, act, layout, modrelu_b=-0.4)
+        y = ref.conv1d_layer_forward(x, w, b, step, act, layout, modrelu_b=-0.4)
         return float(np.real(np.sum(np.conj(r) * y)))
 
     return layer, x, w, b, r, dx, loss
@@ -61,6 +61,17 @@ def gradcheck_case(rt, act, shared, layout="channels", seed=6):
 @pytest.mark.parametrize("shared", [False, True])
 def test_gradients_match_finite_differences(rt, act, shared):
     layer, x, w, b, r, dx, loss = gradcheck_case(rt, act, shared)
+    gw, gb = host_grads(layer)
+    for got, var in ((dx, x), (gw, w), (gb, b)):
+        np.testing.assert_allclose(got, complex_numeric_grad(loss, var), rtol=1e-3, atol=2e-4)
+
+
+@pytest.mark.parametrize("layout", ["channels", "tokens"])
+@pytest.mark.parametrize("design", ["blocked", "lanes"])
+def test_step1_gradients_match_finite_differences(rt, design, layout):
+    """Step 1 runs the register-blocked or the lanes kernels, whatever the device's default."""
+    tile = (tile_candidates(rt) if design == "blocked" else lanes_tiles(rt))[-1]
+    layer, x, w, b, r, dx, loss = gradcheck_case(rt, "tanh", False, layout, step=1, tile=tile)
     gw, gb = host_grads(layer)
     for got, var in ((dx, x), (gw, w), (gb, b)):
         np.testing.assert_allclose(got, complex_numeric_grad(loss, var), rtol=1e-3, atol=2e-4)
@@ -181,13 +192,16 @@ def test_blocked_kernels_at_every_edge(rt, rng, layout, shared):
     filters, the input gradient's CV inputs x CF filters, the weight gradient's CV taps x CF
     filters over chunks of rows; the last block of each shifted back inside its row (or
     window), short rows and windows loaded element-wise, filters left over a multiple of CF;
-    with every tile the tuner may pick."""
-    for tile in tile_candidates(rt):
-        cv, cf = tile["CV"], tile["CF"]
+    with every tile the tuner may pick. The lanes design's work-groups of LANES positions
+    (or taps) the same way: shifted back, clamped in rows (windows) shorter than LANES."""
+    big = rt.max_work_group_size + 3
+    for tile in tile_candidates(rt) + [t for t in lanes_tiles(rt)
+                                       if t not in tile_candidates(rt)]:
+        cv, cf = tile.get("CV", tile.get("LANES")), tile["CF"]
         for batch, variables, out_len, window, filters in (
                 (1, 1, 1, 3, 1), (2, 3, cv - 1, 4, cf + 1), (1, 2, cv + 5, 16, 2 * cf + 3),
                 (3, 1, 3 * cv + 1, 1, cf), (5, 2, 2, cv + 3, cf - 1),
-                (1, 1, 2 * cv, 2 * cv + 1, 3)):
+                (1, 1, 2 * cv, 2 * cv + 1, 3), (1, 1, big, 3, 2)):
             check_against_reference(rt, rng, nnlib.ComplexConv1d, "none",
                                     (batch, variables, out_len + window - 1, window, 1, filters),
                                     shared, layout, _tile=tile)

@@ -99,7 +99,8 @@ def test_one_vector_width_rule(gpu):
     assert [vector_width(p, (2, 4, 8)) for p in (1, 2, 8, 16)] == [2, 2, 8, 8]
     assert [vector_width(p) for p in (1, 2, 4, 8, 16)] == [1, 2, 4, 8, 16]
     assert dense_params.default_params(gpu, "input", lanes=False)["VW"] == 4
-    assert conv.tile_candidates(gpu)[0]["CV"] == 4
+    blocked = [c for c in conv.tile_candidates(gpu) if "CV" in c]
+    assert blocked[0]["CV"] == 4 and conv.tile_candidates(gpu)[0] == conv.lanes_tiles(gpu)[0]
     assert optim.default_params(gpu)["VW"] == 1
     assert vector_width(gpu.vector_width, fft.ROW_WIDTHS) == 2
 

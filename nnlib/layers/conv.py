@@ -29,6 +29,7 @@ from ..registry import LAYERS
 from ..sizes import ceil_div, vector_width
 from .activation import DeviceActivation
 from .base import Layer, check_seed, positive_int
+from .dense_params import lanes_by_default, lanes_work_group
 
 LAYOUTS = ("channels", "tokens")
 
@@ -54,18 +55,36 @@ class Geometry(NamedTuple):
         return tuple(getattr(self, name) for name in names)
 
 TILE_WIDTHS = (4, 8, 16)  # conv.cl's CV
+LANES_FILTERS = (4, 2, 8)  # conv.cl's CF in the lanes design, the default first
 
 
 def tile_candidates(rt) -> list:
     """Tiles of the register-blocked complex kernels, the default first: ``CV`` positions
-    (taps for the weight gradient) as one vector, real and imaginary parts apart, times
-    ``CF`` filters per work-item. Default: the device's preferred float vector width (4 to
-    16), 4 filters (8 vector accumulators); the tuner also tries the other widths and 2
-    filters (fewer registers), no wider than the compiler emits natively."""
-    default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4}
-    out = [default] + [{"CV": cv, "CF": cf} for cv in (8, 16, 4) for cf in (4, 2)
-                       if cv <= max(rt.limits.widest_vector, 4)]
+    (taps for the weight gradient) as one vector, times ``CF`` filters per work-item, and
+    ``VLOAD`` (the gradients' loads, 1: vloadN/vstoreN builtins, 0: one float at a time, for
+    compilers that call the builtins instead of inlining them, as dense.cl; the forward loads
+    by hand always). Default: the device's preferred float vector width (4 to 16), 4
+    filters, the builtins; the tuner then tries the default without them, the other widths
+    and 2 filters (fewer registers), no wider than the compiler emits natively, with and
+    without. A device that vectorises across work-items
+    (dense_params.lanes_by_default) takes the lanes design (:func:`lanes_tiles`) by default,
+    and the tuner tries the tiles after it."""
+    default = {"CV": vector_width(rt.vector_width, TILE_WIDTHS), "CF": 4, "VLOAD": 1}
+    out = [default, dict(default, VLOAD=0)] + [
+        {"CV": cv, "CF": cf, "VLOAD": v} for v in (1, 0) for cv in (8, 16, 4) for cf in (4, 2)
+        if cv <= max(rt.limits.widest_vector, 4)]
+    if lanes_by_default(rt):
+        out = lanes_tiles(rt) + out
     return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+def lanes_tiles(rt) -> list:
+    """The lanes design's tiles (conv.cl's *_lanes kernels): work-groups of ``LANES``
+    neighbouring positions (dense_params.lanes_work_group), ``CF`` filters per work-item;
+    then twice as many lanes."""
+    lanes = lanes_work_group(rt)
+    out = [{"LANES": lanes, "CF": cf} for cf in LANES_FILTERS]
+    return out + [{"LANES": 2 * lanes, "CF": LANES_FILTERS[0]}]
 
 
 def _measure_tile(rt, tile: dict) -> float:
@@ -167,9 +186,9 @@ class _Conv1dBase(Layer):
         geo = self._geometry(x)
         rows, t = int(geo.rows), int(geo.out_len)
         if self._blocked is not None and self.step == 1:
-            cv, cf = self._tile["CV"], self._tile["CF"]
+            cv, cf = self._per_item(), self._tile["CF"]
             self._blocked((ceil_div(t, cv), ceil_div(self.filters, cf), rows),
-                          None, x.data, self.weight.value.data, self.bias.value.data,
+                          self._local(self._blocked, 3), x.data, self.weight.value.data, self.bias.value.data,
                           out.data, *geo.take("rows", "variables", "length", "window",
                                               "filters", "out_len", "groups", "sf", "st"))
             return
@@ -274,22 +293,36 @@ class ComplexConv1d(_Conv1dBase):
         self._act = [self.runtime.launcher("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
         self._tile = _tile or complex_tile(self.runtime)  # _tile: the tuner's trials
+        self._lanes = self._tile.get("LANES", 0)  # 0: the register-blocked kernels
+        design = "lanes" if self._lanes else "blocked"
         tiled = lambda name: self.runtime.launcher(  # noqa: E731
-            "conv", name, (f"-DCV={self._tile['CV']}", f"-DCF={self._tile['CF']}"))
-        self._blocked = tiled("cconv1d_forward_blocked")
+            "conv", name, tuple(f"-D{k}={v}" for k, v in sorted(self._tile.items())
+                                if k != "LANES"))
+        self._blocked = tiled(f"cconv1d_forward_{design}")
         self._pad, self._input_blocked = tiled("cconv1d_pad_grad"), tiled(
-            "cconv1d_backward_input_blocked")
-        self._weight_blocked = tiled("cconv1d_backward_weight_blocked")
+            f"cconv1d_backward_input_{design}")
+        self._weight_blocked = tiled(f"cconv1d_backward_weight_{design}")
         self._reduce = tiled("cconv1d_weight_reduce")
 
     def config(self) -> dict:
         return {**super().config(), "modrelu_b": self.modrelu_b}
 
+    def _per_item(self) -> int:
+        """Positions (or taps) per work-item of the step-1 kernels: CV, 1 in the lanes design."""
+        return 1 if self._lanes else self._tile["CV"]
+
+    def _local(self, launcher, dims: int):
+        """The local size of a step-1 kernel: None (the launcher chooses) for the blocked
+        design, (lanes, 1, ...) for the lanes design."""
+        if not self._lanes:
+            return None
+        return (min(self._lanes, launcher.work_group_size),) + (1,) * (dims - 1)
+
     def _chunks(self, rows: int) -> int:
         """Chunks the weight gradient splits each group's rows into: enough work-items
         (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy."""
-        cv, cf = self._tile["CV"], self._tile["CF"]
-        items = ceil_div(self.window, cv) * ceil_div(self.filters, cf) * self.groups
+        items = (ceil_div(self.window, self._per_item()) * ceil_div(self.filters, self._tile["CF"])
+                 * self.groups)
         per_group = rows // self.variables if self.groups > 1 else rows
         want = 512 * self.runtime.limits.compute_units
         return max(1, min(per_group, ceil_div(want, items)))
@@ -300,10 +333,11 @@ class ComplexConv1d(_Conv1dBase):
         rt, x = self.runtime, self.saved()[0]
         geo = self._geometry(x)
         rows, length = int(geo.rows), x.shape[2]
-        cv, cf, w, f = self._tile["CV"], self._tile["CF"], self.window, self.filters
+        cv, cf, w, f = self._per_item(), self._tile["CF"], self.window, self.filters
         chunks = self._chunks(rows)
         part = rt.empty((chunks, self.groups, f, w + 1), np.complex64)
-        self._weight_blocked((ceil_div(w, cv), ceil_div(f, cf), self.groups * chunks), None,
+        self._weight_blocked((ceil_div(w, cv), ceil_div(f, cf), self.groups * chunks),
+                             self._local(self._weight_blocked, 3),
                              dz.data, x.data, part.data, *geo, np.int32(chunks))
         self._reduce((w + 1, f, self.groups), None, part.data, self.weight.grad.data,
                      self.bias.grad.data, np.int32(w), np.int32(f), np.int32(self.groups),
@@ -316,7 +350,8 @@ class ComplexConv1d(_Conv1dBase):
         self._pad((length + w - 1, rows), None, dz.data, padded.data,
                   *geo.take("rows", "length", "window", "filters", "out_len", "sf", "st"))
         dx = rt.empty(x.shape, self.dtype)
-        self._input_blocked((ceil_div(length, cv), rows), None, padded.data,
+        self._input_blocked((ceil_div(length, cv), rows), self._local(self._input_blocked, 2),
+                            padded.data,
                             self.weight.value.data, dx.data,
                             *geo.take("rows", "variables", "length", "window", "filters",
                                       "groups"))

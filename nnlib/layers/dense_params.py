@@ -148,7 +148,7 @@ def lanes_by_default(rt) -> bool:
     return rt.limits.vectorises_across_work_items or rt.is_gpu
 
 
-def _lanes(rt) -> int:
+def lanes_work_group(rt) -> int:
     """The work-group size of the lanes design: one native float vector of a CPU that
     vectorises across work-items, two warps on a GPU."""
     if rt.limits.vectorises_across_work_items:
@@ -168,10 +168,10 @@ LANES_TILES = {
 
 def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
     """The lanes design's parameters for ``product`` on class ``shape``: ``tile`` (default
-    the class's first) on work-groups of :func:`_lanes` work-items."""
+    the class's first) on work-groups of :func:`lanes_work_group` work-items."""
     tile = LANES_TILES[product][shape][0] if tile is None else tile
     out = {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
-           "LOCAL": _lanes(rt)}
+           "LOCAL": lanes_work_group(rt)}
     if product == "forward":
         return {**out, "NT_I": tile}
     return {**out, "TN_R": tile[0], "TN_V": tile[1]}
