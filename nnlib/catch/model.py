@@ -22,8 +22,8 @@ from ..layers.base import Layer
 from ..loss import DeviceLoss
 from ..parameter import FlatLayout
 from .attention import ChannelDCLoss, MaskedAttention
-from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_rows,
-                  patch_amplitude, revin_denorm, revin_norm, split_rows, swap_axes12)
+from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_complex,
+                  join_rows, patch_amplitude, revin_denorm, revin_norm, swap_axes12)
 
 PROJECTIONS = ("linear", "complex")
 MASK_INPUTS = ("spectrum", "amplitude")
@@ -100,15 +100,25 @@ class TransformerBlock(_Composite):
         self.dc = ChannelDCLoss(heads, tau, reg, rt) if dc else None
 
     def forward(self, h, mask):
-        rt, groups, n = self.runtime, mask.shape[0], mask.shape[1]
-        qkv = self.qkv.forward(self.norm1.forward(h)).reshape(groups, n, -1)
+        h, f = self.forward_parts(h, mask)
+        return add(self.runtime, h, f)
+
+    def forward_parts(self, h, mask, branch=None):
+        """(h', f), whose sum is the block's output, on the input h (h + ``branch`` where
+        given: the previous block's parts, summed by the layer norm that reads them)."""
+        groups, n = mask.shape[0], mask.shape[1]
+        if branch is None:
+            normed = self.norm1.forward(h)
+        else:
+            h, normed = self.norm1.forward_sum(h, branch)
+        qkv = self.qkv.forward(normed).reshape(groups, n, -1)
         if self.dc is not None:
             self.dc_rows = self.dc.forward(qkv, mask)
         att = self.attention.forward(qkv, mask).reshape(groups * n, -1)
-        h = add(rt, h, self.out.forward(att))
-        f = self.ff2.forward(self.gelu.forward(self.ff1.forward(self.norm2.forward(h))))
+        h, normed = self.norm2.forward_sum(h, self.out.forward(att))
+        f = self.ff2.forward(self.gelu.forward(self.ff1.forward(normed)))
         self.save_for_backward(mask)
-        return add(rt, h, f)
+        return h, f
 
     def backward(self, grad_out, mask_grad, first: bool, dc_weight: float):
         (mask,) = self.saved()
@@ -238,31 +248,30 @@ class CATCHNet(_Composite):
         else:
             c = fft.re_im(self.embed.forward(spec), rt)  # (B, N, L, cf)
             h = swap_axes12(rt, c).reshape(groups * n, -1)
+        f = None
         for block in self.blocks:
-            h = block.forward(h, self.mask)
-        hm = self.to_model.forward(h)
+            h, f = block.forward_parts(h, self.mask, f)
+        hm = self.to_model.forward(add(rt, h, f))
         parts = []
         for get, head in ((self.get_r, self.head_real), (self.get_i, self.head_imag)):
             v = get.forward(hm).reshape(b, self.patches, n, -1)
             parts.append(head.forward(swap_axes12(rt, v).reshape(b * n, -1)))
-        self.zcat = zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z], kept to show
-        rec = self.ifft.forward(fft.from_re_im(zcat, rt))
+        self.spectrum = z = join_complex(rt, *parts)  # (B N, T) complex: Z, kept to show
+        rec = self.ifft.forward(z)
         y = self.ircom.forward(fft.re_im(rec, rt))
-        self.save_for_backward(mean, std, spec, zcat)
+        self.save_for_backward(mean, std, spec, z)
         return revin_denorm(rt, y, mean, std).reshape(b, n, t)
 
     def backward(self, grad_out, auxi_weight: float, dc_weight: float):
         """From dL/dxhat; adds auxi_weight * d sum|Z - FFT(xn)| and dc_weight * d (sum of
         the layers' dc rows). Returns the frequency errors (B N, T) for the loss value."""
-        mean, std, spec, zcat = self.saved()
+        mean, std, spec, z = self.saved()
         rt = self.runtime
         b, n, t = grad_out.shape
         dy = revin_denorm(rt, grad_out.reshape(b * n, t), mean, std, shift=False)
         drec = fft.from_re_im(self.ircom.backward(dy), rt)
-        dz = fft.re_im(self.ifft.backward(drec), rt)
-        target = fft.re_im(spec, rt).reshape(b * n, 2 * t)
-        err = freq_mae(rt, zcat, target, dz, auxi_weight)
-        dre, dim = split_rows(rt, dz, t)
+        err, dre, dim = freq_mae(rt, z, spec.reshape(b * n, t), self.ifft.backward(drec),
+                                 auxi_weight)
         dhm = None
         for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
             dv = head.backward(d).reshape(b, n, self.patches, -1)
