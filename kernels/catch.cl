@@ -107,8 +107,7 @@ kernel void swap_axes12(global const float *x, global float *out, int n0, int n1
 }
 
 // ---------------------------------------------------------------- mask generator
-// One work-item per entry at = (g n + c) n + d of the channel masks (groups, n, n), one
-// dimension (no work-items padded away on n x n):
+// One work-item per entry (d, c, g) of the channel masks (groups, n, n):
 //   a = sum_k w[d, k] z[g, c, k] (the patch of channel c), prob = sigmoid(a);
 //   Gumbel straight-through: u = sharpen * a + noise (noise = the difference of two Gumbel
 //   draws, i.e. logistic; sharpen = 2 for the code's logits +-logit(p), 1 for a true
@@ -119,13 +118,11 @@ kernel void mask_sample(global const float *z, global const float *w,
                         global const float *noise, global float *mask, global float *prob,
                         global float *slope, int groups, int n, int width, float sharpen)
 {
-    size_t at = get_global_id(0);
-    if (at >= (size_t)groups * n * n)
+    int d = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
+    if (d >= n || c >= n || g >= groups)
         return;
-    int d = at % n;
-    size_t gc = at / n;  // the row g n + c
-    int c = gc % n;
-    float a = dot4(w + (size_t)d * width, z + gc * width, width);
+    float a = dot4(w + (size_t)d * width, z + ((size_t)g * n + c) * width, width);
+    size_t at = ((size_t)g * n + c) * n + d;
     float u = sharpen * a + noise[at];
     float y = 1.0f / (1.0f + exp(-u));
     prob[at] = 1.0f / (1.0f + exp(-a));

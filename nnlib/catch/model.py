@@ -126,9 +126,8 @@ class TransformerBlock(_Composite):
         d = self.ff1.backward(self.gelu.backward(self.ff2.backward(dh)))
         dh = self.norm2.backward(d, into=dh)  # the residual sums, in place
         datt = self.out.backward(dh).reshape(mask.shape[0], mask.shape[1], -1)
-        dqkv = self.attention.backward(datt, mask_grad, accumulate=not first)
-        if self.dc is not None:
-            self.dc.backward(dc_weight, dqkv, mask_grad)
+        dqkv = self.attention.backward(datt, mask_grad, accumulate=not first, dc=self.dc,
+                                       dc_weight=dc_weight)
         d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
         return self.norm1.backward(d, into=dh)
 

@@ -152,8 +152,7 @@ class MaskGenerator(Layer):
         noise = rt.zeros((groups, n, n)) if noise is None else rt.to_device(
             noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
-        rt.launcher("catch", "mask_sample")((groups * n * n,), None, z.data,
-                  self.weight.value.data,
+        rt.launcher("catch", "mask_sample")((n, n, groups), None, z.data, self.weight.value.data,
                   noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
                   i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
         self.prob = prob
