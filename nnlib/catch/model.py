@@ -106,15 +106,15 @@ class TransformerBlock(_Composite):
     def forward_parts(self, h, mask, branch=None):
         """(h', f), whose sum is the block's output, on the input h (h + ``branch`` where
         given: the previous block's parts, summed by the layer norm that reads them)."""
-        groups, n = mask.shape[0], mask.shape[1]
+        rt, groups, n = self.runtime, mask.shape[0], mask.shape[1]
         if branch is None:
             normed = self.norm1.forward(h)
         else:
             h, normed = self.norm1.forward_sum(h, branch)
-        qkv = self.qkv.forward(normed).reshape(groups, n, -1)
+        qkv = rt.reshape(self.qkv.forward(normed), groups, n, -1)
         if self.dc is not None:
             self.dc_rows = self.dc.forward(qkv, mask)
-        att = self.attention.forward(qkv, mask).reshape(groups * n, -1)
+        att = rt.reshape(self.attention.forward(qkv, mask), groups * n, -1)
         h, normed = self.norm2.forward_sum(h, self.out.forward(att))
         f = self.ff2.forward(self.gelu.forward(self.ff1.forward(normed)))
         self.save_for_backward(mask)
@@ -125,10 +125,10 @@ class TransformerBlock(_Composite):
         rt, dh = self.runtime, grad_out
         d = self.ff1.backward(self.gelu.backward(self.ff2.backward(dh)))
         dh = self.norm2.backward(d, into=dh)  # the residual sums, in place
-        datt = self.out.backward(dh).reshape(mask.shape[0], mask.shape[1], -1)
+        datt = rt.reshape(self.out.backward(dh), mask.shape[0], mask.shape[1], -1)
         dqkv = self.attention.backward(datt, mask_grad, accumulate=not first, dc=self.dc,
                                        dc_weight=dc_weight)
-        d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
+        d = self.qkv.backward(rt.reshape(dqkv, -1, dqkv.shape[-1]))
         return self.norm1.backward(d, into=dh)
 
 
@@ -234,7 +234,7 @@ class CATCHNet(_Composite):
         spec = fft.fft(fft.to_complex(xn, rt), runtime=rt)
         z = freq_patches(rt, spec, self.p, self.s)  # (B, L, N, 2P)
         groups = b * self.patches
-        mg_in = z.reshape(groups, n, 2 * self.p)
+        mg_in = rt.reshape(z, groups, n, 2 * self.p)
         if self.mask_input == "amplitude":
             mg_in = patch_amplitude(rt, mg_in)
         self.mask = self.mask_generator.forward(mg_in, noise)
@@ -243,7 +243,7 @@ class CATCHNet(_Composite):
             qkv = join_rows(rt, join_rows(rt, rows, rows), rt.zeros(rows.shape))
             self.patch_dc_rows = self.patch_dc.forward(qkv.reshape(groups, n, -1), self.mask)
         if self.projection == "linear":
-            h = self.embed.forward(z.reshape(groups * n, 2 * self.p))
+            h = self.embed.forward(rt.reshape(z, groups * n, 2 * self.p))
         else:
             c = fft.re_im(self.embed.forward(spec), rt)  # (B, N, L, cf)
             h = swap_axes12(rt, c).reshape(groups * n, -1)
@@ -253,13 +253,13 @@ class CATCHNet(_Composite):
         hm = self.to_model.forward(add(rt, h, f))
         parts = []
         for get, head in ((self.get_r, self.head_real), (self.get_i, self.head_imag)):
-            v = get.forward(hm).reshape(b, self.patches, n, -1)
-            parts.append(head.forward(swap_axes12(rt, v).reshape(b * n, -1)))
+            v = rt.reshape(get.forward(hm), b, self.patches, n, -1)
+            parts.append(head.forward(rt.reshape(swap_axes12(rt, v), b * n, -1)))
         self.spectrum = z = join_complex(rt, *parts)  # (B N, T) complex: Z, kept to show
         rec = self.ifft.forward(z)
         y = self.ircom.forward(fft.re_im(rec, rt))
         self.save_for_backward(mean, std, spec, z)
-        return revin_denorm(rt, y, mean, std).reshape(b, n, t)
+        return rt.reshape(revin_denorm(rt, y, mean, std), b, n, t)
 
     def backward(self, grad_out, auxi_weight: float, dc_weight: float):
         """From dL/dxhat; adds auxi_weight * d sum|Z - FFT(xn)| and dc_weight * d (sum of
@@ -267,14 +267,15 @@ class CATCHNet(_Composite):
         mean, std, spec, z = self.saved()
         rt = self.runtime
         b, n, t = grad_out.shape
-        dy = revin_denorm(rt, grad_out.reshape(b * n, t), mean, std, shift=False)
+        dy = revin_denorm(rt, rt.reshape(grad_out, b * n, t), mean, std, shift=False)
         drec = fft.from_re_im(self.ircom.backward(dy), rt)
-        err, dre, dim = freq_mae(rt, z, spec.reshape(b * n, t), self.ifft.backward(drec),
+        err, dre, dim = freq_mae(rt, z, rt.reshape(spec, b * n, t), self.ifft.backward(drec),
                                  auxi_weight)
         dhm = None
         for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
-            dv = head.backward(d).reshape(b, n, self.patches, -1)
-            dhm = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1), into=dhm)
+            dv = rt.reshape(head.backward(d), b, n, self.patches, -1)
+            dhm = get.backward(rt.reshape(swap_axes12(rt, dv), b * self.patches * n, -1),
+                             into=dhm)
         dh = self.to_model.backward(dhm)
         dmask = rt.empty(self.mask.shape)
         for i, block in enumerate(reversed(self.blocks)):
