@@ -203,15 +203,13 @@ kernel void add_layer_norm_forward(global const float *x, global const float *r,
     rstd[row] = rs;
 }
 
-// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)),
-// added to dx when accumulate != 0 (a residual branch's sum).
-kernel void layer_norm_backward_input(global const float *dy, global const float *gamma,
-                                      global const float *xhat, global const float *rstd,
-                                      global float *dx, int rows, int c, int accumulate)
+// The input gradient of row r: with gy = dy * gamma,
+// dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), added to dx when accumulate != 0 (a
+// residual branch's sum).
+inline void layer_norm_input_grad(global const float *dy, global const float *gamma,
+                                  global const float *xhat, global const float *rstd,
+                                  global float *dx, int r, int c, int accumulate)
 {
-    int r = get_global_id(0);
-    if (r >= rows)
-        return;
     size_t o = (size_t)r * c;
     float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);  // four lanes of each sum
     int i = 0;
@@ -233,16 +231,12 @@ kernel void layer_norm_backward_input(global const float *dy, global const float
                     + rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
 }
 
-// One work-item per four features i = 4 i4 .. 4 i4 + 3 (fewer past c):
-// dgamma[i] += sum_r dy xhat, dbeta[i] += sum_r dy, each feature's sums in row order (the
-// four side by side in a float4).
-kernel void layer_norm_backward_params(global const float *dy, global const float *xhat,
-                                       global float *dgamma, global float *dbeta, int rows,
-                                       int c)
+// The parameters' gradients of features i .. i + 3 (fewer past c): dgamma += sum_r dy xhat,
+// dbeta += sum_r dy, each feature's sums in row order (the four side by side in a float4).
+inline void layer_norm_params_grad(global const float *dy, global const float *xhat,
+                                   global float *dgamma, global float *dbeta, int i, int rows,
+                                   int c)
 {
-    int i = 4 * get_global_id(0);
-    if (i >= c)
-        return;
     if (i + 4 <= c) {
         float4 sg = (float4)(0.0f), sb = (float4)(0.0f);
         for (int r = 0; r < rows; ++r) {
@@ -263,6 +257,21 @@ kernel void layer_norm_backward_params(global const float *dy, global const floa
         dgamma[i] += sg;
         dbeta[i] += sb;
     }
+}
+
+// Layer norm's backward pass in one launch of rows + ceil(c / 4) work-items: work-item r <
+// rows writes row r of dx (layer_norm_input_grad), the next ones add four features each
+// of dgamma and dbeta (layer_norm_params_grad).
+kernel void layer_norm_backward(global const float *dy, global const float *gamma,
+                                global const float *xhat, global const float *rstd,
+                                global float *dx, global float *dgamma, global float *dbeta,
+                                int rows, int c, int accumulate)
+{
+    int id = get_global_id(0);
+    if (id < rows)
+        layer_norm_input_grad(dy, gamma, xhat, rstd, dx, id, c, accumulate);
+    else if (id - rows < (c + 3) / 4)
+        layer_norm_params_grad(dy, xhat, dgamma, dbeta, 4 * (id - rows), rows, c);
 }
 
 // One work-item per element: the exact GELU y = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 and

@@ -80,12 +80,10 @@ class LayerNorm(Layer):
                                  is not into or into.data == grad_out.data):
             raise ValueError("LayerNorm.backward: into must be a float32 device array of "
                              f"the input's shape {xhat.shape}, apart from grad_out")
-        rt.launcher("catch", "layer_norm_backward_input")((rows,), None, grad_out.data,
-                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c),
+        rt.launcher("catch", "layer_norm_backward")((rows + ceil_div(c, 4),), None,
+                  grad_out.data, self.gamma.value.data, xhat.data, rstd.data, dx.data,
+                  self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c),
                   i32(into is not None))
-        rt.launcher("catch", "layer_norm_backward_params")((ceil_div(c, 4),), None, grad_out.data,
-                  xhat.data,
-                  self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
         return dx
 
 
