@@ -30,8 +30,8 @@ inline void combine_rows(global float *out, global const float *c, int cs,
     for (; d + 4 <= dh; d += 4) {
         float4 s = (float4)(0.0f);
         for (int j = 0; j < n; ++j)
-            s += c[j * cs] * vload4(0, x + (size_t)j * xs + d);
-        vstore4(s, 0, out + d);
+            s += c[j * cs] * LOAD4(x + (size_t)j * xs + d);
+        STORE4(s, out + d);
     }
     for (; d < dh; ++d) {
         float s = 0.0f;
@@ -108,7 +108,7 @@ inline void add_cos_grad(global float *da, global const float *a, float na,
     float wb = w / (na * nb), wa = w * c / (na * na);  // da += wb b - wa a: no division each
     int d = 0;
     for (; d + 4 <= dh; d += 4)
-        vstore4(vload4(0, da + d) + wb * vload4(0, b + d) - wa * vload4(0, a + d), 0, da + d);
+        STORE4(LOAD4(da + d) + wb * LOAD4(b + d) - wa * LOAD4(a + d), da + d);
     for (; d < dh; ++d)
         da[d] += wb * b[d] - wa * a[d];
 }

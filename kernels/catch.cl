@@ -11,13 +11,13 @@ inline float2 mean_var(global const float *x, int n)
     float4 m4 = (float4)(0.0f), v4 = (float4)(0.0f);
     int i = 0;
     for (; i + 4 <= n; i += 4)
-        m4 += vload4(0, x + i);
+        m4 += LOAD4(x + i);
     float m = (m4.x + m4.y) + (m4.z + m4.w);
     for (; i < n; ++i)
         m += x[i];
     m /= n;
     for (i = 0; i + 4 <= n; i += 4) {
-        float4 d = vload4(0, x + i) - m;
+        float4 d = LOAD4(x + i) - m;
         v4 += d * d;
     }
     float v = (v4.x + v4.y) + (v4.z + v4.w);
@@ -144,9 +144,9 @@ kernel void mask_weight_grad(global const float *z, global const float *slope,
         float4 sum = (float4)(0.0f);
         for (int gc = 0; gc < groups * n; ++gc) {
             size_t at = (size_t)gc * n + d;
-            sum += dmask[at] * slope[at] * vload4(0, z + (size_t)gc * width + k);
+            sum += dmask[at] * slope[at] * LOAD4(z + (size_t)gc * width + k);
         }
-        vstore4(vload4(0, dw + (size_t)d * width + k) + sum, 0, dw + (size_t)d * width + k);
+        STORE4(LOAD4(dw + (size_t)d * width + k) + sum, dw + (size_t)d * width + k);
         return;
     }
     for (; k < width; ++k) {
@@ -214,9 +214,9 @@ inline void layer_norm_input_grad(global const float *dy, global const float *ga
     float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);  // four lanes of each sum
     int i = 0;
     for (; i + 4 <= c; i += 4) {
-        float4 gy = vload4(0, dy + o + i) * vload4(0, gamma + i);
+        float4 gy = LOAD4(dy + o + i) * LOAD4(gamma + i);
         s1 += gy;
-        s2 += gy * vload4(0, xhat + o + i);
+        s2 += gy * LOAD4(xhat + o + i);
     }
     float m1 = (s1.x + s1.y) + (s1.z + s1.w), m2 = (s2.x + s2.y) + (s2.z + s2.w);
     for (; i < c; ++i) {
@@ -240,12 +240,12 @@ inline void layer_norm_params_grad(global const float *dy, global const float *x
     if (i + 4 <= c) {
         float4 sg = (float4)(0.0f), sb = (float4)(0.0f);
         for (int r = 0; r < rows; ++r) {
-            float4 d = vload4(0, dy + (size_t)r * c + i);
-            sg += d * vload4(0, xhat + (size_t)r * c + i);
+            float4 d = LOAD4(dy + (size_t)r * c + i);
+            sg += d * LOAD4(xhat + (size_t)r * c + i);
             sb += d;
         }
-        vstore4(vload4(0, dgamma + i) + sg, 0, dgamma + i);
-        vstore4(vload4(0, dbeta + i) + sb, 0, dbeta + i);
+        STORE4(LOAD4(dgamma + i) + sg, dgamma + i);
+        STORE4(LOAD4(dbeta + i) + sb, dbeta + i);
         return;
     }
     for (; i < c; ++i) {

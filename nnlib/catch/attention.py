@@ -11,6 +11,7 @@ import numpy as np
 
 from ..layers.base import Layer
 from ..codes import FINITE_FILL
+from .ops import launcher
 
 MASK_FILLS = ("finite", "inf")
 
@@ -36,7 +37,7 @@ class MaskedAttention(Layer):
         self.heads, self.fill = int(heads), fill
         rt = self.runtime
         self._fwd, self._bq, self._bk = (
-            rt.launcher("attention", f"masked_attention_{part}")
+            launcher(rt, "attention", f"masked_attention_{part}")
             for part in ("forward", "backward_query", "backward_keys"))
 
     def config(self) -> dict:
@@ -96,7 +97,7 @@ class ChannelDCLoss(Layer):
         self.heads, self.tau, self.reg = int(heads), float(tau), float(reg)
         rt = self.runtime
         self._fwd, self._bq, self._bk = (
-            rt.launcher("attention", f"channel_dc_{part}")
+            launcher(rt, "attention", f"channel_dc_{part}")
             for part in ("forward", "backward_query", "backward_keys"))
 
     def config(self) -> dict:

@@ -18,6 +18,13 @@ from ..sizes import ceil_div
 i32, f32 = np.int32, np.float32
 
 
+def launcher(rt, topic: str, name: str):
+    """The launcher of CATCH's kernel ``name`` of kernels/<topic>.cl (catch or attention),
+    built with VLOAD 0 where the device's compiler leaves vload4/vstore4 as calls
+    (``Limits.inlines_vector_loads``, kernels/dot4.h)."""
+    return rt.launcher(topic, name, () if rt.limits.inlines_vector_loads else ("-DVLOAD=0",))
+
+
 class LayerNorm(Layer):
     """Layer normalisation over the last axis (eps 1e-5), gamma = 1 and beta = 0 at first."""
 
@@ -46,7 +53,7 @@ class LayerNorm(Layer):
                              f"{x.shape}")
         rows = x.size // c
         y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty((rows,))
-        rt.launcher("catch", "layer_norm_forward")((rows,), None, x.data, self.gamma.value.data,
+        launcher(rt, "catch", "layer_norm_forward")((rows,), None, x.data, self.gamma.value.data,
                   self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
         self.save_for_backward(xhat, rstd)
         return y
@@ -62,7 +69,7 @@ class LayerNorm(Layer):
         rows = x.size // c
         s, y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty(x.shape), \
             rt.empty((rows,))
-        rt.launcher("catch", "add_layer_norm_forward")((rows,), None, x.data, r.data,
+        launcher(rt, "catch", "add_layer_norm_forward")((rows,), None, x.data, r.data,
                   self.gamma.value.data, self.beta.value.data, s.data, y.data, xhat.data,
                   rstd.data, i32(rows), i32(c))
         self.save_for_backward(xhat, rstd)
@@ -80,7 +87,7 @@ class LayerNorm(Layer):
                                  is not into or into.data == grad_out.data):
             raise ValueError("LayerNorm.backward: into must be a float32 device array of "
                              f"the input's shape {xhat.shape}, apart from grad_out")
-        rt.launcher("catch", "layer_norm_backward")((rows + ceil_div(c, 4),), None,
+        launcher(rt, "catch", "layer_norm_backward")((rows + ceil_div(c, 4),), None,
                   grad_out.data, self.gamma.value.data, xhat.data, rstd.data, dx.data,
                   self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c),
                   i32(into is not None))
@@ -97,7 +104,7 @@ class GELU(Layer):
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
         y, slope = self.runtime.empty(x.shape), self.runtime.empty(x.shape)
-        self.runtime.launcher("catch", "gelu_forward")((x.size,), None, x.data, y.data,
+        launcher(self.runtime, "catch", "gelu_forward")((x.size,), None, x.data, y.data,
                             slope.data, i32(x.size))
         self.save_for_backward(slope)
         return y
@@ -106,7 +113,7 @@ class GELU(Layer):
         (slope,) = self.saved()
         grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=slope.shape)
         dx = self.runtime.empty(grad_out.shape)
-        self.runtime.launcher("catch", "gelu_backward")((dx.size,), None, slope.data,
+        launcher(self.runtime, "catch", "gelu_backward")((dx.size,), None, slope.data,
                             grad_out.data, dx.data, i32(dx.size))
         return dx
 
@@ -150,7 +157,7 @@ class MaskGenerator(Layer):
         noise = rt.zeros((groups, n, n)) if noise is None else rt.to_device(
             noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
-        rt.launcher("catch", "mask_sample")((n, n, groups), None, z.data, self.weight.value.data,
+        launcher(rt, "catch", "mask_sample")((n, n, groups), None, z.data, self.weight.value.data,
                   noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
                   i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
         self.prob = prob
@@ -162,7 +169,7 @@ class MaskGenerator(Layer):
         rt = self.runtime
         z, slope = self.saved()
         grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
-        rt.launcher("catch", "mask_weight_grad")((ceil_div(self.width, 4), self.n), None, z.data,
+        launcher(rt, "catch", "mask_weight_grad")((ceil_div(self.width, 4), self.n), None, z.data,
                   slope.data,
                   grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
                   i32(self.width))
@@ -173,7 +180,7 @@ def revin_norm(rt, x):
     x = rt.to_device(x, "revin_norm input", shape=(None, None, None))
     b, c, t = x.shape
     out, mean, std = rt.empty(x.shape), rt.empty((b, c)), rt.empty((b, c))
-    rt.launcher("catch", "revin_norm")((b * c,), None, x.data, out.data, mean.data, std.data,
+    launcher(rt, "catch", "revin_norm")((b * c,), None, x.data, out.data, mean.data, std.data,
               i32(b * c), i32(t))
     return out, mean, std
 
@@ -187,7 +194,7 @@ def revin_denorm(rt, y, mean, std, shift: bool = True):
         raise ValueError(f"revin_denorm: {y.shape} does not split into {mean.size} rows")
     rows, t = mean.size, y.size // mean.size
     out = rt.empty(y.shape)
-    rt.launcher("catch", "revin_denorm")((t, rows), None, y.data, mean.data, std.data, out.data,
+    launcher(rt, "catch", "revin_denorm")((t, rows), None, y.data, mean.data, std.data, out.data,
               i32(rows), i32(t), i32(shift))
     return out
 
@@ -201,7 +208,7 @@ def freq_patches(rt, spec, p: int, s: int):
         raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
-    rt.launcher("catch", "freq_patches")((c, patches, b), None, spec.data, out.data,
+    launcher(rt, "catch", "freq_patches")((c, patches, b), None, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
     return out
 
@@ -215,7 +222,7 @@ def patch_amplitude(rt, z):
     p = z.shape[-1] // 2
     rows = z.size // (2 * p)
     out = rt.empty(z.shape[:-1] + (p,))
-    rt.launcher("catch", "patch_amplitude")((p, rows), None, z.data, out.data, i32(rows), i32(p))
+    launcher(rt, "catch", "patch_amplitude")((p, rows), None, z.data, out.data, i32(rows), i32(p))
     return out
 
 
@@ -224,7 +231,7 @@ def swap_axes12(rt, x):
     x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
-    rt.launcher("catch", "swap_axes12")((n1, n2, n0), None, x.data, out.data, i32(n0),
+    launcher(rt, "catch", "swap_axes12")((n1, n2, n0), None, x.data, out.data, i32(n0),
               i32(n1), i32(n2), i32(n3))
     return out
 
@@ -235,7 +242,7 @@ def join_rows(rt, a, b):
     b = rt.to_device(b, "join_rows b", shape=(a.shape[0], None))
     rows, na, nb = a.shape[0], a.shape[1], b.shape[1]
     out = rt.empty((rows, na + nb))
-    rt.launcher("catch", "join_rows")((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
+    launcher(rt, "catch", "join_rows")((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
               i32(na), i32(nb))
     return out
 
@@ -246,7 +253,7 @@ def join_complex(rt, re, im):
     im = rt.to_device(im, "join_complex im", shape=re.shape)
     rows, t = re.shape
     z = rt.empty((rows, t), np.complex64)
-    rt.launcher("catch", "join_complex")((t, rows), None, re.data, im.data, z.data, i32(rows),
+    launcher(rt, "catch", "join_complex")((t, rows), None, re.data, im.data, z.data, i32(rows),
               i32(t))
     return z
 
@@ -260,7 +267,7 @@ def freq_mae(rt, z, y, grad, weight: float):
     grad = rt.to_device(grad, "freq_mae grad", shape=z.shape, dtype=np.complex64)
     rows, t = z.shape
     err, dre, dim = (rt.empty((rows, t)) for _ in range(3))
-    rt.launcher("catch", "freq_mae")((t, rows), None, z.data, y.data, grad.data, err.data,
+    launcher(rt, "catch", "freq_mae")((t, rows), None, z.data, y.data, grad.data, err.data,
               dre.data, dim.data, i32(rows), i32(t), f32(weight))
     return err, dre, dim
 
@@ -285,10 +292,10 @@ def step_scores(rt, x, xhat, p: int, lam: float):
         raise ValueError(f"step_scores: need 1 <= p <= {t}, got {p}")
     count = t - p + 1
     windows = rt.empty((b, c, count, p), np.complex64)
-    rt.launcher("catch", "residual_windows")((p, count, b * c), None, x.data, xhat.data,
+    launcher(rt, "catch", "residual_windows")((p, count, b * c), None, x.data, xhat.data,
               windows.data, i32(b * c), i32(t), i32(p))
     spec = fft.fft(windows, runtime=rt)
     out = rt.empty((b, t))
-    rt.launcher("catch", "step_scores")((t, b), None, x.data, xhat.data, spec.data, out.data,
+    launcher(rt, "catch", "step_scores")((t, b), None, x.data, xhat.data, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), f32(lam))
     return out
