@@ -11,13 +11,13 @@ inline float2 mean_var(global const float *x, int n)
     float4 m4 = (float4)(0.0f), v4 = (float4)(0.0f);
     int i = 0;
     for (; i + 4 <= n; i += 4)
-        m4 += vload4(0, x + i);
+        m4 += LOAD4(x + i);
     float m = (m4.x + m4.y) + (m4.z + m4.w);
     for (; i < n; ++i)
         m += x[i];
     m /= n;
     for (i = 0; i + 4 <= n; i += 4) {
-        float4 d = vload4(0, x + i) - m;
+        float4 d = LOAD4(x + i) - m;
         v4 += d * d;
     }
     float v = (v4.x + v4.y) + (v4.z + v4.w);
@@ -130,20 +130,33 @@ kernel void mask_sample(global const float *z, global const float *w,
     slope[at] = c == d ? 0.0f : sharpen * y * (1.0f - y);
 }
 
-// One work-item per weight (k, d): dw[d, k] += sum_{g, c} dmask[g, c, d] slope[g, c, d] z[g, c, k].
+// One work-item per four weights (k4, d), k = 4 k4 .. 4 k4 + 3 (fewer past width):
+// dw[d, k] += sum_{g, c} dmask[g, c, d] slope[g, c, d] z[g, c, k], each k's sum in the
+// order of (g, c) (four lanes of a float4 side by side, not a split of one sum).
 kernel void mask_weight_grad(global const float *z, global const float *slope,
                              global const float *dmask, global float *dw, int groups, int n,
                              int width)
 {
-    int k = get_global_id(0), d = get_global_id(1);
+    int k = 4 * get_global_id(0), d = get_global_id(1);
     if (k >= width || d >= n)
         return;
-    float sum = 0.0f;
-    for (int gc = 0; gc < groups * n; ++gc) {
-        size_t at = (size_t)gc * n + d;
-        sum += dmask[at] * slope[at] * z[(size_t)gc * width + k];
+    if (k + 4 <= width) {
+        float4 sum = (float4)(0.0f);
+        for (int gc = 0; gc < groups * n; ++gc) {
+            size_t at = (size_t)gc * n + d;
+            sum += dmask[at] * slope[at] * LOAD4(z + (size_t)gc * width + k);
+        }
+        STORE4(LOAD4(dw + (size_t)d * width + k) + sum, dw + (size_t)d * width + k);
+        return;
     }
-    dw[(size_t)d * width + k] += sum;
+    for (; k < width; ++k) {
+        float sum = 0.0f;
+        for (int gc = 0; gc < groups * n; ++gc) {
+            size_t at = (size_t)gc * n + d;
+            sum += dmask[at] * slope[at] * z[(size_t)gc * width + k];
+        }
+        dw[(size_t)d * width + k] += sum;
+    }
 }
 
 // ---------------------------------------------------------------- layer norm, GELU
@@ -167,22 +180,43 @@ kernel void layer_norm_forward(global const float *x, global const float *gamma,
     rstd[r] = rs;
 }
 
-// One work-item per row: with gy = dy * gamma, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)),
-// added to dx when accumulate != 0 (a residual branch's sum).
-kernel void layer_norm_backward_input(global const float *dy, global const float *gamma,
-                                      global const float *xhat, global const float *rstd,
-                                      global float *dx, int rows, int c, int accumulate)
+// One work-item per row of (rows, c): the residual sum s = x + r into sum, then
+// layer_norm_forward of s (the sum and the next layer norm in one pass).
+kernel void add_layer_norm_forward(global const float *x, global const float *r,
+                                   global const float *gamma, global const float *beta,
+                                   global float *sum, global float *y, global float *xhat,
+                                   global float *rstd, int rows, int c)
 {
-    int r = get_global_id(0);
-    if (r >= rows)
+    int row = get_global_id(0);
+    if (row >= rows)
         return;
+    size_t o = (size_t)row * c;
+    for (int i = 0; i < c; ++i)
+        sum[o + i] = x[o + i] + r[o + i];
+    float2 mv = mean_var(sum + o, c);
+    float m = mv.x, rs = rsqrt(mv.y + 1e-5f);
+    for (int i = 0; i < c; ++i) {
+        float h = (sum[o + i] - m) * rs;
+        xhat[o + i] = h;
+        y[o + i] = gamma[i] * h + beta[i];
+    }
+    rstd[row] = rs;
+}
+
+// The input gradient of row r: with gy = dy * gamma,
+// dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), added to dx when accumulate != 0 (a
+// residual branch's sum).
+inline void layer_norm_input_grad(global const float *dy, global const float *gamma,
+                                  global const float *xhat, global const float *rstd,
+                                  global float *dx, int r, int c, int accumulate)
+{
     size_t o = (size_t)r * c;
     float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);  // four lanes of each sum
     int i = 0;
     for (; i + 4 <= c; i += 4) {
-        float4 gy = vload4(0, dy + o + i) * vload4(0, gamma + i);
+        float4 gy = LOAD4(dy + o + i) * LOAD4(gamma + i);
         s1 += gy;
-        s2 += gy * vload4(0, xhat + o + i);
+        s2 += gy * LOAD4(xhat + o + i);
     }
     float m1 = (s1.x + s1.y) + (s1.z + s1.w), m2 = (s2.x + s2.y) + (s2.z + s2.w);
     for (; i < c; ++i) {
@@ -197,27 +231,54 @@ kernel void layer_norm_backward_input(global const float *dy, global const float
                     + rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
 }
 
-// One work-item per feature i: dgamma[i] += sum_r dy xhat, dbeta[i] += sum_r dy.
-kernel void layer_norm_backward_params(global const float *dy, global const float *xhat,
-                                       global float *dgamma, global float *dbeta, int rows,
-                                       int c)
+// The parameters' gradients of features i .. i + 3 (fewer past c): dgamma += sum_r dy xhat,
+// dbeta += sum_r dy, each feature's sums in row order (the four side by side in a float4).
+inline void layer_norm_params_grad(global const float *dy, global const float *xhat,
+                                   global float *dgamma, global float *dbeta, int i, int rows,
+                                   int c)
 {
-    int i = get_global_id(0);
-    if (i >= c)
+    if (i + 4 <= c) {
+        float4 sg = (float4)(0.0f), sb = (float4)(0.0f);
+        for (int r = 0; r < rows; ++r) {
+            float4 d = LOAD4(dy + (size_t)r * c + i);
+            sg += d * LOAD4(xhat + (size_t)r * c + i);
+            sb += d;
+        }
+        STORE4(LOAD4(dgamma + i) + sg, dgamma + i);
+        STORE4(LOAD4(dbeta + i) + sb, dbeta + i);
         return;
-    float sg = 0.0f, sb = 0.0f;
-    for (int r = 0; r < rows; ++r) {
-        sg += dy[(size_t)r * c + i] * xhat[(size_t)r * c + i];
-        sb += dy[(size_t)r * c + i];
     }
-    dgamma[i] += sg;
-    dbeta[i] += sb;
+    for (; i < c; ++i) {
+        float sg = 0.0f, sb = 0.0f;
+        for (int r = 0; r < rows; ++r) {
+            sg += dy[(size_t)r * c + i] * xhat[(size_t)r * c + i];
+            sb += dy[(size_t)r * c + i];
+        }
+        dgamma[i] += sg;
+        dbeta[i] += sb;
+    }
 }
 
-// One work-item per element: the exact GELU x Phi(x) = x (1 + erf(x / sqrt 2)) / 2.
-// erf(v) by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, float32's own rounding):
-// PoCL's built-in erf is not vectorised and is much slower (python -m nnlib.bench.catch
-// --compare profiles the step).
+// Layer norm's backward pass in one launch of rows + ceil(c / 4) work-items: work-item r <
+// rows writes row r of dx (layer_norm_input_grad), the next ones add four features each
+// of dgamma and dbeta (layer_norm_params_grad).
+kernel void layer_norm_backward(global const float *dy, global const float *gamma,
+                                global const float *xhat, global const float *rstd,
+                                global float *dx, global float *dgamma, global float *dbeta,
+                                int rows, int c, int accumulate)
+{
+    int id = get_global_id(0);
+    if (id < rows)
+        layer_norm_input_grad(dy, gamma, xhat, rstd, dx, id, c, accumulate);
+    else if (id - rows < (c + 3) / 4)
+        layer_norm_params_grad(dy, xhat, dgamma, dbeta, 4 * (id - rows), rows, c);
+}
+
+// One work-item per element: the exact GELU y = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 and
+// its derivative slope = Phi(x) + x phi(x), kept for the backward pass (erf and phi share
+// one exp). erf(v) by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, float32's own
+// rounding): PoCL's built-in erf is not vectorised and is much slower (python -m
+// nnlib.bench.catch --compare profiles the step).
 // erf_with(v, e) takes e = exp(-v^2) from its caller, who needs it too.
 inline float erf_with(float v, float e)
 {
@@ -227,64 +288,70 @@ inline float erf_with(float v, float e)
     return copysign(1.0f - p * e, v);
 }
 
-inline float erf_fast(float v)
-{
-    return erf_with(v, exp(-v * v));
-}
-
-kernel void gelu_forward(global const float *x, global float *y, int count)
-{
-    int i = get_global_id(0);
-    if (i < count)
-        y[i] = 0.5f * x[i] * (1.0f + erf_fast(x[i] * M_SQRT1_2_F));
-}
-
-// One work-item per element: dx = dy (Phi(x) + x phi(x)); phi and erf share one exp.
-kernel void gelu_backward(global const float *x, global const float *dy, global float *dx,
-                          int count)
+kernel void gelu_forward(global const float *x, global float *y, global float *slope,
+                         int count)
 {
     int i = get_global_id(0);
     if (i >= count)
         return;
     float v = x[i], u = v * M_SQRT1_2_F, e = exp(-u * u);  // e = exp(-x^2 / 2)
-    float pdf = e * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
-    dx[i] = dy[i] * (0.5f * (1.0f + erf_with(u, e)) + v * pdf);
+    float erf_u = erf_with(u, e), pdf = e * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
+    y[i] = 0.5f * v * (1.0f + erf_u);
+    slope[i] = 0.5f * (1.0f + erf_u) + v * pdf;
+}
+
+// One work-item per element: dx = dy * slope (the derivative gelu_forward kept).
+kernel void gelu_backward(global const float *slope, global const float *dy, global float *dx,
+                          int count)
+{
+    int i = get_global_id(0);
+    if (i < count)
+        dx[i] = dy[i] * slope[i];
 }
 
 // ---------------------------------------------------------------- reconstruction
-// One work-item per element (i, row) of out (rows, na + nb): out = [a | b] per row; with
-// split != 0 the adjoint: a and b are cut out of out.
-kernel void join_rows(global float *a, global float *b, global float *out, int rows, int na,
-                      int nb, int split)
+// One work-item per element (i, row) of out (rows, na + nb): out = [a | b] per row.
+kernel void join_rows(global const float *a, global const float *b, global float *out,
+                      int rows, int na, int nb)
 {
     int i = get_global_id(0), r = get_global_id(1);
     if (i >= na + nb || r >= rows)
         return;
-    global float *src = i < na ? a + (size_t)r * na + i : b + (size_t)r * nb + i - na;
-    global float *dst = out + (size_t)r * (na + nb) + i;
-    if (split)
-        *src = *dst;
-    else
-        *dst = *src;
+    out[(size_t)r * (na + nb) + i] = i < na ? a[(size_t)r * na + i]
+                                            : b[(size_t)r * nb + i - na];
 }
 
-// One work-item per frequency (k, row) of [Re | Im] rows of width 2 t: the complex modulus
-// e = |z - y| into err (rows, t), and grad += w (z - y) / e on both parts (0 where e == 0),
-// the gradient of w * sum |z - y|.
-kernel void freq_mae(global const float *z, global const float *y, global float *err,
-                     global float *grad, int rows, int t, float w)
+// One work-item per element (k, row) of (rows, t): z = re + i im, the spectrum of the two
+// flatten heads as complex numbers for the inverse FFT.
+kernel void join_complex(global const float *re, global const float *im, global float2 *z,
+                         int rows, int t)
 {
     int k = get_global_id(0), r = get_global_id(1);
     if (k >= t || r >= rows)
         return;
-    size_t re = (size_t)r * 2 * t + k, im = re + t;
-    float dr = z[re] - y[re], di = z[im] - y[im];
-    float e = sqrt(dr * dr + di * di);  // hypot is a slow library call on PoCL
-    err[(size_t)r * t + k] = e;
-    if (e > 0.0f) {
-        grad[re] += w * dr / e;
-        grad[im] += w * di / e;
-    }
+    size_t at = (size_t)r * t + k;
+    z[at] = (float2)(re[at], im[at]);
+}
+
+// One work-item per frequency (k, row) of complex rows (rows, t): the modulus e = |z - y|
+// into err, and the gradient in (dL/dRe + i dL/dIm, the inverse FFT's backward pass) plus
+// w (z - y) / e (0 where e == 0), the gradient of w * sum |z - y|, split into its real
+// parts dre and imaginary parts dim (the two flatten heads' gradients).
+kernel void freq_mae(global const float2 *z, global const float2 *y, global const float2 *in,
+                     global float *err, global float *dre, global float *dim, int rows, int t,
+                     float w)
+{
+    int k = get_global_id(0), r = get_global_id(1);
+    if (k >= t || r >= rows)
+        return;
+    size_t at = (size_t)r * t + k;
+    float2 d = z[at] - y[at], g = in[at];
+    float e = sqrt(d.x * d.x + d.y * d.y);  // hypot is a slow library call on PoCL
+    err[at] = e;
+    if (e > 0.0f)
+        g += w * d / e;
+    dre[at] = g.x;
+    dim[at] = g.y;
 }
 
 // ---------------------------------------------------------------- scoring

@@ -47,3 +47,17 @@ def copy_of(host: np.ndarray, context, queue) -> cla.Array:
     data = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                      hostbuf=host)
     return _array(host.shape, host.dtype, context, queue, data=data)
+
+
+def reshape(array: cla.Array, shape: tuple) -> cla.Array:
+    """``array.reshape(shape)`` (one axis may be -1) on the same buffer, offset and events,
+    built with the unchecked constructor when ``array`` is C-contiguous; pyopencl's own
+    reshape (its stride search and its errors) otherwise."""
+    if -1 in shape:
+        known = math.prod(n for n in shape if n != -1)
+        if known and shape.count(-1) == 1:
+            shape = tuple(array.size // known if n == -1 else n for n in shape)
+    if math.prod(shape) != array.size or not array.size or not is_c_contiguous(array):
+        return array.reshape(shape)
+    return _array(shape, array.dtype, array.context, array.queue, data=array.base_data,
+                  offset=array.offset, events=array.events, allocator=array.allocator)

@@ -244,6 +244,11 @@ class Runtime:
                 self._checked_shapes[(key, dtype)] = checked
         return _fast_array.empty(*checked, self.allocator, self.context, self.queue)
 
+    def reshape(self, array: cla.Array, *shape) -> cla.Array:
+        """``array.reshape(*shape)``, a view of the same data (made without pyopencl's
+        general stride search for a C-contiguous array: nnlib/_fast_array.py)."""
+        return _fast_array.reshape(array, tuple(map(int, shape)))
+
     def zeros(self, shape, dtype=np.float32) -> cla.Array:
         out = self.empty(shape, dtype)
         self.fill(out, 0)

@@ -275,7 +275,7 @@ plt.show()
 print(inspect.getsource(ref.layer_norm_forward))
 print(inspect.getsource(ref.layer_norm_backward))
 print(nnlib.source("catch", "layer_norm_forward"))
-print(nnlib.source("catch", "layer_norm_backward_input"))
+print(nnlib.source("catch", "layer_norm_backward"))
 
 # %%
 for rows, c in [(1, 5), (13, 33), (big, 6)]:

@@ -123,7 +123,8 @@ for name, a in [("x  (batch, channels, time)", xd), ("RevIN(x)", xn), ("FFT over
     print(f"{name:32s} {str(a.shape):18s} {a.dtype}")
 xhat = model.net.forward(xd, rt.to_device(rng.logistic(size=(4 * L, N, N))))
 print(f"{'reconstruction xhat':32s} {str(xhat.shape):18s} {xhat.dtype}")
-print(f"{'spectrum Z = [Re | Im] rows':32s} {str(model.net.zcat.shape):18s}")
+z = model.net.spectrum
+print(f"{'spectrum Z (B N, T) of the heads':32s} {str(z.shape):18s} {z.dtype}")
 
 # %% [markdown]
 # The parameters, by module (the heads dominate even at this size):

@@ -118,6 +118,34 @@ def test_dc_kernels_match_reference(rt, rng):
         np.testing.assert_allclose(dmask.get(), base_m + w_dmask, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("fill", ["finite", "inf"])
+def test_attention_backward_with_the_dc_loss_adds_both_gradients(rt, rng, fill):
+    """The attention backward kernels with dc: the attention's gradients plus the dc loss's,
+    in the same two launches."""
+    hard = fill == "inf"
+    for groups, n, heads, dh in attention_sizes(rt):
+        qkv, mask = case(rng, groups, n, heads, dh)
+        dout = rng.standard_normal((groups, n, heads * dh))
+        prior = rng.standard_normal(mask.shape)
+        att = MaskedAttention(heads, fill, runtime=rt)
+        dc = ChannelDCLoss(heads, tau=0.1, reg=0.5, runtime=rt)
+        q_dev, m_dev = rt.to_device(qkv), rt.to_device(mask)
+        att.forward(q_dev, m_dev)
+        dc.forward(q_dev, m_dev)
+        for accumulate in (True, False):
+            dmask = rt.to_device(prior)
+            dqkv = att.backward(rt.to_device(dout), dmask, accumulate, dc=dc, dc_weight=0.3)
+            a_dqkv, a_dmask = ref.masked_attention_backward(qkv, mask, dout, heads, hard=hard)
+            d_dqkv, d_dmask = ref.channel_dc_backward(qkv, mask, heads, 0.1, 0.5, weight=0.3)
+            np.testing.assert_allclose(dqkv.get(), a_dqkv + d_dqkv, rtol=1e-3, atol=1e-4)
+            np.testing.assert_allclose(dmask.get(), prior * accumulate + a_dmask + d_dmask,
+                                       rtol=1e-3, atol=1e-4)
+    other = rt.to_device(qkv)  # the dc loss's forward pass ran on another qkv
+    att.forward(other, m_dev)
+    with pytest.raises(ValueError, match="qkv and mask of its last forward"):
+        att.backward(rt.to_device(dout), rt.to_device(prior), dc=dc, dc_weight=0.3)
+
+
 def test_attention_refuses_bad_shapes(rt, rng):
     qkv, mask = case(rng, 2, 3, 2, 2)
     att = MaskedAttention(2, runtime=rt)

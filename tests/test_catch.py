@@ -44,9 +44,10 @@ def test_patches_swap_and_join_match_numpy(rt, rng):
     a, b = rng.standard_normal((big(rt), 3)), rng.standard_normal((big(rt), 4))
     joined = ops.join_rows(rt, rt.to_device(a), rt.to_device(b))
     np.testing.assert_allclose(joined.get(), np.concatenate([a, b], 1), rtol=1e-6)
-    a2, b2 = ops.split_rows(rt, joined, 3)
-    np.testing.assert_allclose(a2.get(), a, rtol=1e-6)
-    np.testing.assert_allclose(b2.get(), b, rtol=1e-6)
+    for rows, t in ((1, 1), (3, 7), (2, big(rt))):
+        re, im = rng.standard_normal((rows, t)), rng.standard_normal((rows, t))
+        z = ops.join_complex(rt, rt.to_device(re), rt.to_device(im)).get()
+        np.testing.assert_array_equal(z, (re + 1j * im).astype(np.complex64))
 
 
 @pytest.mark.parametrize("gumbel", ["code", "bernoulli"])
@@ -89,7 +90,7 @@ def test_mask_generator_zero_noise_thresholds_at_one_half(rt, rng):
 
 
 def test_layer_norm_and_gelu_match_reference_and_finite_differences(rt, rng):
-    for rows, c in ((1, 1), (big(rt), 7)):
+    for rows, c in ((1, 1), (big(rt), 7), (3, 8), (5, 13)):
         x = rng.standard_normal((rows, c))
         ln = ops.LayerNorm(c, runtime=rt)
         gamma, beta = rng.standard_normal(c), rng.standard_normal(c)
@@ -110,6 +111,11 @@ def test_layer_norm_and_gelu_match_reference_and_finite_differences(rt, rng):
         np.testing.assert_allclose(into.get(), base + w_dx, rtol=1e-3, atol=1e-3)
         with pytest.raises(ValueError, match="into"):
             ln.backward(into, into=into)
+        r = rng.standard_normal(x.shape)  # forward_sum: the residual sum and its norm
+        total, y = ln.forward_sum(rt.to_device(x), rt.to_device(r))
+        np.testing.assert_allclose(total.get(), x + r, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(y.get(), ref.layer_norm_forward(x + r, gamma, beta)[0],
+                                   rtol=1e-4, atol=1e-4)
         g = ops.GELU(rt)
         np.testing.assert_allclose(g.forward(rt.to_device(x)).get(), ref.gelu(x), atol=1e-6)
         np.testing.assert_allclose(g.backward(rt.to_device(dy)).get(), dy * ref.gelu_grad(x),
@@ -128,23 +134,25 @@ def test_layer_norm_and_gelu_match_reference_and_finite_differences(rt, rng):
 
 
 def test_freq_mae_matches_reference_and_finite_differences(rt, rng):
-    rows, t = big(rt), 5
-    z, y = rng.standard_normal((rows, 2 * t)), rng.standard_normal((rows, 2 * t))
-    y[0, :] = z[0, :]  # |z - y| = 0: gradient 0, not NaN
-    grad = rt.to_device(np.ones((rows, 2 * t)))
-    err = ops.freq_mae(rt, rt.to_device(z), rt.to_device(y), grad, 0.5).get()
-    zc, yc = z[:, :t] + 1j * z[:, t:], y[:, :t] + 1j * y[:, t:]
-    w_err, w_grad = ref.freq_mae(zc, yc)
-    np.testing.assert_allclose(err, w_err, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(grad.get(), 1 + 0.5 * np.concatenate([w_grad.real, w_grad.imag],
-                                                                     1), rtol=1e-4, atol=1e-5)
-    small = z[1:3].copy()
+    for rows, t in ((1, 1), (big(rt), 5)):
+        z = rng.standard_normal((rows, t)) + 1j * rng.standard_normal((rows, t))
+        y = rng.standard_normal((rows, t)) + 1j * rng.standard_normal((rows, t))
+        y[0, :] = z[0, :]  # |z - y| = 0: gradient 0, not NaN
+        grad = rng.standard_normal((rows, t)) + 1j * rng.standard_normal((rows, t))
+        err, dre, dim = (a.get() for a in ops.freq_mae(
+            rt, *(rt.to_device(a, dtype=np.complex64) for a in (z, y, grad)), 0.5))
+        w_err, w_grad = ref.freq_mae(z, y)
+        np.testing.assert_allclose(err, w_err, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(dre + 1j * dim, grad + 0.5 * w_grad, rtol=1e-4, atol=1e-5)
+    t = 5
+    small = rng.standard_normal((2, 2 * t))
+    yc = rng.standard_normal((2, t)) + 1j * rng.standard_normal((2, t))
 
     def loss():
-        d = small[:, :t] + 1j * small[:, t:] - yc[1:3]
+        d = small[:, :t] + 1j * small[:, t:] - yc
         return float(np.abs(d).sum())
 
-    g = ref.freq_mae(small[:, :t] + 1j * small[:, t:], yc[1:3])[1]
+    g = ref.freq_mae(small[:, :t] + 1j * small[:, t:], yc)[1]
     np.testing.assert_allclose(np.concatenate([g.real, g.imag], 1),
                                numeric_grad(loss, small, 1e-6), atol=1e-6)
 

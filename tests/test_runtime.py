@@ -154,6 +154,21 @@ def test_empty_matches_pyopencl_layout(rt):
         rt.empty((2, -1))
 
 
+def test_reshape_is_a_view_like_pyopencls(rt, rng):
+    """Runtime.reshape: the same buffer, offset, shape and strides as pyopencl's reshape,
+    -1 included; a strided array and bad shapes go to pyopencl (its view, its errors)."""
+    x = rt.to_device(rng.standard_normal((6, 10)))
+    for a, shape in ((x, (3, 20)), (x, (2, -1, 5)), (x[2:], (-1,)), (x, (60, 1))):
+        got, want = rt.reshape(a, *shape), a.reshape(shape)
+        assert (got.shape, got.strides, got.offset, got.base_data) == \
+            (want.shape, want.strides, want.offset, want.base_data)
+        np.testing.assert_array_equal(got.get(), a.get().reshape(shape))
+    strided, want = rt.reshape(x[:, ::2], 3, 2, 5), x[:, ::2].reshape(3, 2, 5)
+    assert (strided.shape, strided.strides) == (want.shape, want.strides)
+    with pytest.raises(ValueError):
+        rt.reshape(x, 7, -1)
+
+
 def test_source_hides_exercise_markers_and_reads_a_folder(tmp_path):
     assert "BEGIN SOLUTION" in (kernel_dir() / "vector.cl").read_text()
     shown = nnlib.source("vector")

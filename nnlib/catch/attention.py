@@ -11,6 +11,7 @@ import numpy as np
 
 from ..layers.base import Layer
 from ..codes import FINITE_FILL
+from .ops import launcher
 
 MASK_FILLS = ("finite", "inf")
 
@@ -36,7 +37,7 @@ class MaskedAttention(Layer):
         self.heads, self.fill = int(heads), fill
         rt = self.runtime
         self._fwd, self._bq, self._bk = (
-            rt.launcher("attention", f"masked_attention_{part}")
+            launcher(rt, "attention", f"masked_attention_{part}")
             for part in ("forward", "backward_query", "backward_keys"))
 
     def config(self) -> dict:
@@ -58,19 +59,31 @@ class MaskedAttention(Layer):
         self.save_for_backward(qkv, mask, lse)
         return out
 
-    def backward(self, grad_out, mask_grad, accumulate: bool = True):
+    def backward(self, grad_out, mask_grad, accumulate: bool = True, dc=None,
+                 dc_weight: float = 0.0):
         """dqkv (new array); dL/dmask summed over heads is added to ``mask_grad`` (or
-        written there without ``accumulate``)."""
+        written there without ``accumulate``). ``dc``: a :class:`ChannelDCLoss` run forward
+        on the same qkv and mask, whose backward pass of ``dc_weight`` the same two launches
+        then add."""
         qkv, mask, lse = self.saved()
         rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
         dqkv, dscores = rt.empty(qkv.shape), rt.empty((g, h, n, n))
-        i32 = np.int32
+        i32, f32 = np.int32, np.float32
+        if dc is None:
+            unused = rt.empty((1,))
+            cos, cos_heads, qnorm, knorm, dcos = (unused,) * 5
+            tau = reg = 0.0
+        else:
+            cos, cos_heads, qnorm, knorm, dcos, tau, reg = dc.backward_buffers(qkv, mask)
         self._bq((n, g), None, qkv.data, mask.data, self.probs.data, lse.data,
                   grad_out.data, dqkv.data, dscores.data, mask_grad.data, i32(g), i32(n),
-                  i32(h), i32(dh), *self._consts(), i32(accumulate))
+                  i32(h), i32(dh), *self._consts(), i32(accumulate), i32(dc is not None),
+                  cos.data, cos_heads.data, qnorm.data, knorm.data, dcos.data, f32(tau),
+                  f32(reg), f32(dc_weight))
         self._bk((n, h, g), None, qkv.data, self.probs.data, grad_out.data,
-                  dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh))
+                  dscores.data, dqkv.data, i32(g), i32(n), i32(h), i32(dh), i32(dc is not None),
+                  cos_heads.data, qnorm.data, knorm.data, dcos.data)
         return dqkv
 
 
@@ -84,7 +97,7 @@ class ChannelDCLoss(Layer):
         self.heads, self.tau, self.reg = int(heads), float(tau), float(reg)
         rt = self.runtime
         self._fwd, self._bq, self._bk = (
-            rt.launcher("attention", f"channel_dc_{part}")
+            launcher(rt, "attention", f"channel_dc_{part}")
             for part in ("forward", "backward_query", "backward_keys"))
 
     def config(self) -> dict:
@@ -93,21 +106,33 @@ class ChannelDCLoss(Layer):
     def forward(self, qkv, mask):
         rt, h = self.runtime, self.heads
         g, n, dh = _geometry(qkv, mask, h)
-        cos, rows = rt.empty((g, n, n)), rt.empty((g, n))
+        cos, cos_heads, rows = rt.empty((g, n, n)), rt.empty((g, h, n, n)), rt.empty((g, n))
+        qnorm, knorm = rt.empty((g, h, n)), rt.empty((g, h, n))
         i32 = np.int32
-        self._fwd((n, g), None, qkv.data, mask.data, cos.data, rows.data, i32(g),
-                  i32(n), i32(h), i32(dh), np.float32(self.tau), np.float32(self.reg))
-        self.save_for_backward(qkv, mask, cos)
+        self._fwd((n, g), None, qkv.data, mask.data, cos.data, cos_heads.data, qnorm.data,
+                  knorm.data, rows.data, i32(g), i32(n), i32(h), i32(dh), np.float32(self.tau),
+                  np.float32(self.reg))
+        self.save_for_backward(qkv, mask, cos, cos_heads, qnorm, knorm)
         return rows
 
+    def backward_buffers(self, qkv, mask) -> tuple:
+        """What the backward kernels read of the last forward pass on ``qkv`` and ``mask``
+        (checked to be those), a new dcos buffer, tau and reg."""
+        saved = self.saved()
+        if saved[0] is not qkv or saved[1] is not mask:
+            raise ValueError("ChannelDCLoss: the backward pass needs the qkv and mask of its "
+                             "last forward pass")
+        g, n = mask.shape[:2]
+        return (*saved[2:], self.runtime.empty((g, n, n)), self.tau, self.reg)
+
     def backward(self, weight: float, qkv_grad, mask_grad):
-        qkv, mask, cos = self.saved()
-        rt, h = self.runtime, self.heads
+        qkv, mask = self.saved()[:2]
+        cos, cos_heads, qnorm, knorm, dcos, tau, reg = self.backward_buffers(qkv, mask)
+        h = self.heads
         g, n, dh = _geometry(qkv, mask, h)
-        dcos = rt.empty((g, n, n))
-        i32 = np.int32
-        self._bq((n, g), None, qkv.data, mask.data, cos.data, dcos.data,
-                  qkv_grad.data, mask_grad.data, i32(g), i32(n), i32(h), i32(dh),
-                  np.float32(self.tau), np.float32(self.reg), np.float32(weight))
-        self._bk((n, g), None, qkv.data, dcos.data, qkv_grad.data, i32(g), i32(n),
-                  i32(h), i32(dh))
+        i32, f32 = np.int32, np.float32
+        self._bq((n, g), None, qkv.data, mask.data, cos.data, cos_heads.data, qnorm.data,
+                  knorm.data, dcos.data, qkv_grad.data, mask_grad.data, i32(g), i32(n),
+                  i32(h), i32(dh), f32(tau), f32(reg), f32(weight))
+        self._bk((n, g), None, qkv.data, cos_heads.data, qnorm.data, knorm.data, dcos.data,
+                  qkv_grad.data, i32(g), i32(n), i32(h), i32(dh))

@@ -362,7 +362,8 @@ class CATCH:
 
     def _time_loss(self, xhat, x) -> DeviceLoss:
         """The time MSE of windows (B, N, T), one row per window."""
-        return self._mse.value(xhat.reshape(len(xhat), -1), x.reshape(len(x), -1))
+        rt = self.runtime
+        return self._mse.value(rt.reshape(xhat, len(xhat), -1), rt.reshape(x, len(x), -1))
 
     def _validate(self, windows) -> float:
         rng, total = self._eval_rng(), 0.0

@@ -22,8 +22,8 @@ from ..layers.base import Layer
 from ..loss import DeviceLoss
 from ..parameter import FlatLayout
 from .attention import ChannelDCLoss, MaskedAttention
-from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_rows,
-                  patch_amplitude, revin_denorm, revin_norm, split_rows, swap_axes12)
+from .ops import (GELU, LayerNorm, MaskGenerator, add, freq_mae, freq_patches, join_complex,
+                  join_rows, patch_amplitude, revin_denorm, revin_norm, swap_axes12)
 
 PROJECTIONS = ("linear", "complex")
 MASK_INPUTS = ("spectrum", "amplitude")
@@ -100,26 +100,35 @@ class TransformerBlock(_Composite):
         self.dc = ChannelDCLoss(heads, tau, reg, rt) if dc else None
 
     def forward(self, h, mask):
+        h, f = self.forward_parts(h, mask)
+        return add(self.runtime, h, f)
+
+    def forward_parts(self, h, mask, branch=None):
+        """(h', f), whose sum is the block's output, on the input h (h + ``branch`` where
+        given: the previous block's parts, summed by the layer norm that reads them)."""
         rt, groups, n = self.runtime, mask.shape[0], mask.shape[1]
-        qkv = self.qkv.forward(self.norm1.forward(h)).reshape(groups, n, -1)
+        if branch is None:
+            normed = self.norm1.forward(h)
+        else:
+            h, normed = self.norm1.forward_sum(h, branch)
+        qkv = rt.reshape(self.qkv.forward(normed), groups, n, -1)
         if self.dc is not None:
             self.dc_rows = self.dc.forward(qkv, mask)
-        att = self.attention.forward(qkv, mask).reshape(groups * n, -1)
-        h = add(rt, h, self.out.forward(att))
-        f = self.ff2.forward(self.gelu.forward(self.ff1.forward(self.norm2.forward(h))))
+        att = rt.reshape(self.attention.forward(qkv, mask), groups * n, -1)
+        h, normed = self.norm2.forward_sum(h, self.out.forward(att))
+        f = self.ff2.forward(self.gelu.forward(self.ff1.forward(normed)))
         self.save_for_backward(mask)
-        return add(rt, h, f)
+        return h, f
 
     def backward(self, grad_out, mask_grad, first: bool, dc_weight: float):
         (mask,) = self.saved()
         rt, dh = self.runtime, grad_out
         d = self.ff1.backward(self.gelu.backward(self.ff2.backward(dh)))
         dh = self.norm2.backward(d, into=dh)  # the residual sums, in place
-        datt = self.out.backward(dh).reshape(mask.shape[0], mask.shape[1], -1)
-        dqkv = self.attention.backward(datt, mask_grad, accumulate=not first)
-        if self.dc is not None:
-            self.dc.backward(dc_weight, dqkv, mask_grad)
-        d = self.qkv.backward(dqkv.reshape(-1, dqkv.shape[-1]))
+        datt = rt.reshape(self.out.backward(dh), mask.shape[0], mask.shape[1], -1)
+        dqkv = self.attention.backward(datt, mask_grad, accumulate=not first, dc=self.dc,
+                                       dc_weight=dc_weight)
+        d = self.qkv.backward(rt.reshape(dqkv, -1, dqkv.shape[-1]))
         return self.norm1.backward(d, into=dh)
 
 
@@ -225,7 +234,7 @@ class CATCHNet(_Composite):
         spec = fft.fft(fft.to_complex(xn, rt), runtime=rt)
         z = freq_patches(rt, spec, self.p, self.s)  # (B, L, N, 2P)
         groups = b * self.patches
-        mg_in = z.reshape(groups, n, 2 * self.p)
+        mg_in = rt.reshape(z, groups, n, 2 * self.p)
         if self.mask_input == "amplitude":
             mg_in = patch_amplitude(rt, mg_in)
         self.mask = self.mask_generator.forward(mg_in, noise)
@@ -234,39 +243,39 @@ class CATCHNet(_Composite):
             qkv = join_rows(rt, join_rows(rt, rows, rows), rt.zeros(rows.shape))
             self.patch_dc_rows = self.patch_dc.forward(qkv.reshape(groups, n, -1), self.mask)
         if self.projection == "linear":
-            h = self.embed.forward(z.reshape(groups * n, 2 * self.p))
+            h = self.embed.forward(rt.reshape(z, groups * n, 2 * self.p))
         else:
             c = fft.re_im(self.embed.forward(spec), rt)  # (B, N, L, cf)
             h = swap_axes12(rt, c).reshape(groups * n, -1)
+        f = None
         for block in self.blocks:
-            h = block.forward(h, self.mask)
-        hm = self.to_model.forward(h)
+            h, f = block.forward_parts(h, self.mask, f)
+        hm = self.to_model.forward(add(rt, h, f))
         parts = []
         for get, head in ((self.get_r, self.head_real), (self.get_i, self.head_imag)):
-            v = get.forward(hm).reshape(b, self.patches, n, -1)
-            parts.append(head.forward(swap_axes12(rt, v).reshape(b * n, -1)))
-        self.zcat = zcat = join_rows(rt, *parts)  # (B N, 2T): [Re Z | Im Z], kept to show
-        rec = self.ifft.forward(fft.from_re_im(zcat, rt))
+            v = rt.reshape(get.forward(hm), b, self.patches, n, -1)
+            parts.append(head.forward(rt.reshape(swap_axes12(rt, v), b * n, -1)))
+        self.spectrum = z = join_complex(rt, *parts)  # (B N, T) complex: Z, kept to show
+        rec = self.ifft.forward(z)
         y = self.ircom.forward(fft.re_im(rec, rt))
-        self.save_for_backward(mean, std, spec, zcat)
-        return revin_denorm(rt, y, mean, std).reshape(b, n, t)
+        self.save_for_backward(mean, std, spec, z)
+        return rt.reshape(revin_denorm(rt, y, mean, std), b, n, t)
 
     def backward(self, grad_out, auxi_weight: float, dc_weight: float):
         """From dL/dxhat; adds auxi_weight * d sum|Z - FFT(xn)| and dc_weight * d (sum of
         the layers' dc rows). Returns the frequency errors (B N, T) for the loss value."""
-        mean, std, spec, zcat = self.saved()
+        mean, std, spec, z = self.saved()
         rt = self.runtime
         b, n, t = grad_out.shape
-        dy = revin_denorm(rt, grad_out.reshape(b * n, t), mean, std, shift=False)
+        dy = revin_denorm(rt, rt.reshape(grad_out, b * n, t), mean, std, shift=False)
         drec = fft.from_re_im(self.ircom.backward(dy), rt)
-        dz = fft.re_im(self.ifft.backward(drec), rt)
-        target = fft.re_im(spec, rt).reshape(b * n, 2 * t)
-        err = freq_mae(rt, zcat, target, dz, auxi_weight)
-        dre, dim = split_rows(rt, dz, t)
+        err, dre, dim = freq_mae(rt, z, rt.reshape(spec, b * n, t), self.ifft.backward(drec),
+                                 auxi_weight)
         dhm = None
         for d, get, head in ((dre, self.get_r, self.head_real), (dim, self.get_i, self.head_imag)):
-            dv = head.backward(d).reshape(b, n, self.patches, -1)
-            dhm = get.backward(swap_axes12(rt, dv).reshape(b * self.patches * n, -1), into=dhm)
+            dv = rt.reshape(head.backward(d), b, n, self.patches, -1)
+            dhm = get.backward(rt.reshape(swap_axes12(rt, dv), b * self.patches * n, -1),
+                             into=dhm)
         dh = self.to_model.backward(dhm)
         dmask = rt.empty(self.mask.shape)
         for i, block in enumerate(reversed(self.blocks)):

@@ -9,13 +9,20 @@ Taught in notebooks/06_attention_primer, notebooks/07_catch.
 from __future__ import annotations
 
 import numpy as np
-import pyopencl.array as cla
 
 from .. import fft
 from ..layers.base import Layer, positive_int
 from ..parameter import Parameter
+from ..sizes import ceil_div
 
 i32, f32 = np.int32, np.float32
+
+
+def launcher(rt, topic: str, name: str):
+    """The launcher of CATCH's kernel ``name`` of kernels/<topic>.cl (catch or attention),
+    built with VLOAD 0 where the device's compiler leaves vload4/vstore4 as calls
+    (``Limits.inlines_vector_loads``, kernels/dot4.h)."""
+    return rt.launcher(topic, name, () if rt.limits.inlines_vector_loads else ("-DVLOAD=0",))
 
 
 class LayerNorm(Layer):
@@ -46,10 +53,27 @@ class LayerNorm(Layer):
                              f"{x.shape}")
         rows = x.size // c
         y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty((rows,))
-        rt.launcher("catch", "layer_norm_forward")((rows,), None, x.data, self.gamma.value.data,
+        launcher(rt, "catch", "layer_norm_forward")((rows,), None, x.data, self.gamma.value.data,
                   self.beta.value.data, y.data, xhat.data, rstd.data, i32(rows), i32(c))
         self.save_for_backward(xhat, rstd)
         return y
+
+    def forward_sum(self, x, r):
+        """(s, y): the residual sum s = x + r and y = forward(s), in one launch."""
+        rt, c = self.runtime, self.width
+        x = rt.to_device(x, "LayerNorm input")
+        r = rt.to_device(r, "LayerNorm residual", shape=x.shape)
+        if x.ndim < 1 or x.shape[-1] != c or x.size == 0:
+            raise ValueError(f"LayerNorm input: expected a non-empty shape (..., {c}), got "
+                             f"{x.shape}")
+        rows = x.size // c
+        s, y, xhat, rstd = rt.empty(x.shape), rt.empty(x.shape), rt.empty(x.shape), \
+            rt.empty((rows,))
+        launcher(rt, "catch", "add_layer_norm_forward")((rows,), None, x.data, r.data,
+                  self.gamma.value.data, self.beta.value.data, s.data, y.data, xhat.data,
+                  rstd.data, i32(rows), i32(c))
+        self.save_for_backward(xhat, rstd)
+        return s, y
 
     def backward(self, grad_out, into=None):
         """dL/dx (a new array, or added to ``into``, a device array of the input's shape
@@ -63,33 +87,33 @@ class LayerNorm(Layer):
                                  is not into or into.data == grad_out.data):
             raise ValueError("LayerNorm.backward: into must be a float32 device array of "
                              f"the input's shape {xhat.shape}, apart from grad_out")
-        rt.launcher("catch", "layer_norm_backward_input")((rows,), None, grad_out.data,
-                  self.gamma.value.data, xhat.data, rstd.data, dx.data, i32(rows), i32(c),
+        launcher(rt, "catch", "layer_norm_backward")((rows + ceil_div(c, 4),), None,
+                  grad_out.data, self.gamma.value.data, xhat.data, rstd.data, dx.data,
+                  self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c),
                   i32(into is not None))
-        rt.launcher("catch", "layer_norm_backward_params")((c,), None, grad_out.data, xhat.data,
-                  self.gamma.grad.data, self.beta.grad.data, i32(rows), i32(c))
         return dx
 
 
 class GELU(Layer):
-    """The exact GELU, x Phi(x), elementwise."""
+    """The exact GELU, x Phi(x), elementwise; ``forward`` keeps its derivative for
+    ``backward``."""
 
     def config(self) -> dict:
         return {}
 
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
-        y = self.runtime.empty(x.shape)
-        self.runtime.launcher("catch", "gelu_forward")((x.size,), None, x.data, y.data,
-                            i32(x.size))
-        self.save_for_backward(x)
+        y, slope = self.runtime.empty(x.shape), self.runtime.empty(x.shape)
+        launcher(self.runtime, "catch", "gelu_forward")((x.size,), None, x.data, y.data,
+                            slope.data, i32(x.size))
+        self.save_for_backward(slope)
         return y
 
     def backward(self, grad_out):
-        (x,) = self.saved()
-        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=x.shape)
+        (slope,) = self.saved()
+        grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=slope.shape)
         dx = self.runtime.empty(grad_out.shape)
-        self.runtime.launcher("catch", "gelu_backward")((dx.size,), None, x.data,
+        launcher(self.runtime, "catch", "gelu_backward")((dx.size,), None, slope.data,
                             grad_out.data, dx.data, i32(dx.size))
         return dx
 
@@ -133,7 +157,7 @@ class MaskGenerator(Layer):
         noise = rt.zeros((groups, n, n)) if noise is None else rt.to_device(
             noise, "MaskGenerator noise", shape=(groups, n, n))
         mask, prob, slope = (rt.empty((groups, n, n)) for _ in range(3))
-        rt.launcher("catch", "mask_sample")((n, n, groups), None, z.data, self.weight.value.data,
+        launcher(rt, "catch", "mask_sample")((n, n, groups), None, z.data, self.weight.value.data,
                   noise.data, mask.data, prob.data, slope.data, i32(groups), i32(n),
                   i32(self.width), f32(2.0 if self.gumbel == "code" else 1.0))
         self.prob = prob
@@ -145,7 +169,8 @@ class MaskGenerator(Layer):
         rt = self.runtime
         z, slope = self.saved()
         grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
-        rt.launcher("catch", "mask_weight_grad")((self.width, self.n), None, z.data, slope.data,
+        launcher(rt, "catch", "mask_weight_grad")((ceil_div(self.width, 4), self.n), None, z.data,
+                  slope.data,
                   grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
                   i32(self.width))
 
@@ -155,7 +180,7 @@ def revin_norm(rt, x):
     x = rt.to_device(x, "revin_norm input", shape=(None, None, None))
     b, c, t = x.shape
     out, mean, std = rt.empty(x.shape), rt.empty((b, c)), rt.empty((b, c))
-    rt.launcher("catch", "revin_norm")((b * c,), None, x.data, out.data, mean.data, std.data,
+    launcher(rt, "catch", "revin_norm")((b * c,), None, x.data, out.data, mean.data, std.data,
               i32(b * c), i32(t))
     return out, mean, std
 
@@ -169,7 +194,7 @@ def revin_denorm(rt, y, mean, std, shift: bool = True):
         raise ValueError(f"revin_denorm: {y.shape} does not split into {mean.size} rows")
     rows, t = mean.size, y.size // mean.size
     out = rt.empty(y.shape)
-    rt.launcher("catch", "revin_denorm")((t, rows), None, y.data, mean.data, std.data, out.data,
+    launcher(rt, "catch", "revin_denorm")((t, rows), None, y.data, mean.data, std.data, out.data,
               i32(rows), i32(t), i32(shift))
     return out
 
@@ -183,7 +208,7 @@ def freq_patches(rt, spec, p: int, s: int):
         raise ValueError(f"freq_patches: need 1 <= p <= {t} and s >= 1, got p={p}, s={s}")
     patches = (t - p) // s + 1
     out = rt.empty((b, patches, c, 2 * p))
-    rt.launcher("catch", "freq_patches")((c, patches, b), None, spec.data, out.data,
+    launcher(rt, "catch", "freq_patches")((c, patches, b), None, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), i32(s), i32(patches))
     return out
 
@@ -197,7 +222,7 @@ def patch_amplitude(rt, z):
     p = z.shape[-1] // 2
     rows = z.size // (2 * p)
     out = rt.empty(z.shape[:-1] + (p,))
-    rt.launcher("catch", "patch_amplitude")((p, rows), None, z.data, out.data, i32(rows), i32(p))
+    launcher(rt, "catch", "patch_amplitude")((p, rows), None, z.data, out.data, i32(rows), i32(p))
     return out
 
 
@@ -206,7 +231,7 @@ def swap_axes12(rt, x):
     x = rt.to_device(x, "swap_axes12 input", shape=(None, None, None, None))
     n0, n1, n2, n3 = x.shape
     out = rt.empty((n0, n2, n1, n3))
-    rt.launcher("catch", "swap_axes12")((n1, n2, n0), None, x.data, out.data, i32(n0),
+    launcher(rt, "catch", "swap_axes12")((n1, n2, n0), None, x.data, out.data, i32(n0),
               i32(n1), i32(n2), i32(n3))
     return out
 
@@ -217,38 +242,34 @@ def join_rows(rt, a, b):
     b = rt.to_device(b, "join_rows b", shape=(a.shape[0], None))
     rows, na, nb = a.shape[0], a.shape[1], b.shape[1]
     out = rt.empty((rows, na + nb))
-    rt.launcher("catch", "join_rows")((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
-              i32(na), i32(nb), i32(0))
+    launcher(rt, "catch", "join_rows")((na + nb, rows), None, a.data, b.data, out.data, i32(rows),
+              i32(na), i32(nb))
     return out
 
 
-def split_rows(rt, x, na: int):
-    """The adjoint of ``join_rows``: (rows, na + nb) -> (rows, na), (rows, nb)."""
-    x = rt.to_device(x, "split_rows input", shape=(None, None))
-    rows, width = x.shape
-    if not 0 <= na <= width:
-        raise ValueError(f"split_rows: na must lie in [0, {width}], got {na}")
-    a, b = rt.empty((rows, na)), rt.empty((rows, width - na))
-    rt.launcher("catch", "join_rows")((width, rows), None, a.data, b.data, x.data, i32(rows),
-              i32(na), i32(width - na), i32(1))
-    return a, b
+def join_complex(rt, re, im):
+    """re + i im: two (rows, t) float arrays -> (rows, t) complex64."""
+    re = rt.to_device(re, "join_complex re", shape=(None, None))
+    im = rt.to_device(im, "join_complex im", shape=re.shape)
+    rows, t = re.shape
+    z = rt.empty((rows, t), np.complex64)
+    launcher(rt, "catch", "join_complex")((t, rows), None, re.data, im.data, z.data, i32(rows),
+              i32(t))
+    return z
 
 
 def freq_mae(rt, z, y, grad, weight: float):
-    """|z - y| per frequency of [Re | Im] rows (rows, 2t) -> err (rows, t); adds
-    weight * d sum|z - y| to ``grad``."""
-    z = rt.to_device(z, "freq_mae z", shape=(None, None))
-    y = rt.to_device(y, "freq_mae y", shape=z.shape)
-    if z.shape[1] % 2 or not isinstance(grad, cla.Array) or grad.shape != z.shape \
-            or rt.to_device(grad, "freq_mae grad") is not grad:
-        raise ValueError(f"freq_mae: z (rows, 2t) and grad, a contiguous float32 device "
-                         f"array of the same shape, got {z.shape}, "
-                         f"{getattr(grad, 'shape', grad)}")
-    rows, t = z.shape[0], z.shape[1] // 2
-    err = rt.empty((rows, t))
-    rt.launcher("catch", "freq_mae")((t, rows), None, z.data, y.data, err.data, grad.data,
-              i32(rows), i32(t), f32(weight))
-    return err
+    """|z - y| of complex rows (rows, t) -> (err, dre, dim): err (rows, t), and grad
+    (complex, rows, t) plus weight * d sum|z - y|, split into its real and imaginary
+    parts (rows, t) each."""
+    z = rt.to_device(z, "freq_mae z", shape=(None, None), dtype=np.complex64)
+    y = rt.to_device(y, "freq_mae y", shape=z.shape, dtype=np.complex64)
+    grad = rt.to_device(grad, "freq_mae grad", shape=z.shape, dtype=np.complex64)
+    rows, t = z.shape
+    err, dre, dim = (rt.empty((rows, t)) for _ in range(3))
+    launcher(rt, "catch", "freq_mae")((t, rows), None, z.data, y.data, grad.data, err.data,
+              dre.data, dim.data, i32(rows), i32(t), f32(weight))
+    return err, dre, dim
 
 
 def add(rt, a, b):
@@ -271,10 +292,10 @@ def step_scores(rt, x, xhat, p: int, lam: float):
         raise ValueError(f"step_scores: need 1 <= p <= {t}, got {p}")
     count = t - p + 1
     windows = rt.empty((b, c, count, p), np.complex64)
-    rt.launcher("catch", "residual_windows")((p, count, b * c), None, x.data, xhat.data,
+    launcher(rt, "catch", "residual_windows")((p, count, b * c), None, x.data, xhat.data,
               windows.data, i32(b * c), i32(t), i32(p))
     spec = fft.fft(windows, runtime=rt)
     out = rt.empty((b, t))
-    rt.launcher("catch", "step_scores")((t, b), None, x.data, xhat.data, spec.data, out.data,
+    launcher(rt, "catch", "step_scores")((t, b), None, x.data, xhat.data, spec.data, out.data,
               i32(b), i32(c), i32(t), i32(p), f32(lam))
     return out

@@ -20,4 +20,5 @@ for n, projection, fill in ((3, "linear", "finite"), (1, "complex", "inf")):
     model.score(rng.standard_normal((23, n)))
 rt.queue.finish()
 print("kernels run: masked_attention_*, channel_dc_*, revin_*, freq_patches, swap_axes12, "
-      "mask_*, layer_norm_*, gelu_*, join_rows, freq_mae, residual_windows, step_scores")
+      "mask_*, layer_norm_*, add_layer_norm_forward, gelu_*, join_complex, freq_mae, "
+      "residual_windows, step_scores")
