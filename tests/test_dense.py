@@ -8,7 +8,8 @@ from nnlib import reference as ref
 from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
-from nnlib.layers.dense_params import lanes_by_default, lanes_candidates, lanes_params
+from nnlib.layers.dense_params import (FORWARD_YT_TILES, forward_yt_params, lanes_by_default,
+                                       lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
 
@@ -203,13 +204,22 @@ def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
     test_every_tuning_candidate_matches_reference(rt, rng, product, params)
 
 
+@pytest.mark.parametrize("forward", ["gemm_nt", "on Y^T", "tiles on Y^T"])
 @pytest.mark.parametrize("act", ACTS)
-def test_lanes_design_matches_reference_for_every_activation(rt, rng, act):
+def test_lanes_design_matches_reference_for_every_activation(rt, rng, act, forward):
     """All three products in the lanes design, each activation (softmax of up to four
-    outputs in the forward kernel itself), odd sizes, batch 1 and a batch above a tile."""
+    outputs in the forward kernel itself, or after it on Y^T), odd sizes, batch 1 and a
+    batch above a tile; the forward also on Y^T (FWD_YT), in the lanes design and in the
+    tiles one, also above the device's work-group limit."""
     params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
-    check_layer(rt, rng, "blocked", act, [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)],
-                params)
+    params["forward"] = {"gemm_nt": params["forward"], "on Y^T": forward_yt_params(rt, "b64"),
+                         "tiles on Y^T": dict(default_params(rt, "input", lanes=False),
+                                              FWD_YT=1)}[forward]
+    sizes = [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)]
+    if forward != "gemm_nt":
+        big = rt.max_work_group_size + 3
+        sizes += [(2, big, 5), (35, 7, big)]
+    check_layer(rt, rng, "blocked", act, sizes, params)
 
 
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
@@ -234,6 +244,9 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
+    for shape in TUNE_SHAPE:  # the forward on Y^T: a lanes candidate of the large batches
+        assert any(c.get("FWD_YT") for c in lanes_candidates(rt, "forward", shape)) == (
+            shape in FORWARD_YT_TILES)
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)

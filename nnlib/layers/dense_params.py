@@ -21,7 +21,7 @@ BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 WIDE_WEIGHTS = 2048 * 2048
 TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "wide": (256, 2048)}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
-LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT")  # parameters of the launch, not build options
+LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT")  # parameters of the launch, not build options
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
@@ -175,13 +175,32 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
     return {**out, "TN_R": tile[0], "TN_V": tile[1]}
 
 
+# The forward on Y^T (FWD_YT, dense.cl's gemm_tn on W read in place and X^T) in the lanes
+# design: its tiles (TN_R outputs x TN_V batch columns per work-item) per batch class, most
+# promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
+# it), so only the classes of large batches take it.
+FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "wide": ((8, 2), (6, 4))}
+
+
+def forward_yt_params(rt, shape: str, tile=None) -> dict:
+    """The forward on Y^T (FWD_YT) in the lanes design: ``tile`` (default the class's first
+    of FORWARD_YT_TILES) on work-groups of :func:`_lanes` work-items."""
+    tile = FORWARD_YT_TILES[shape][0] if tile is None else tile
+    return {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
+            "LOCAL": _lanes(rt), "TN_R": tile[0], "TN_V": tile[1], "FWD_YT": 1}
+
+
 def lanes_candidates(rt, product: str, shape: str) -> list:
     """The lanes design's candidates: each tile of the class, the first also with fma()
-    (without, where it has it) and on work-groups four times larger."""
+    (without, where it has it) and on work-groups four times larger; for the forward of the
+    classes of FORWARD_YT_TILES, then each of its tiles on Y^T (:func:`forward_yt_params`)."""
     tiles = LANES_TILES[product][shape]
     out = [lanes_params(rt, product, shape, t) for t in tiles]
     first = out[0]
-    return out + [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
+    out += [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
+    if product == "forward":
+        out += [forward_yt_params(rt, shape, t) for t in FORWARD_YT_TILES.get(shape, ())]
+    return out
 
 
 def build_options(params: dict) -> tuple:
