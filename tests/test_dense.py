@@ -244,9 +244,10 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
-    for shape in TUNE_SHAPE:  # the forward on Y^T: a lanes candidate of the large batches
-        assert any(c.get("FWD_YT") for c in lanes_candidates(rt, "forward", shape)) == (
-            shape in FORWARD_YT_TILES)
+    for shape in TUNE_SHAPE:  # the forward on Y^T: a candidate of the large batches
+        for source in (candidates, lanes_candidates):
+            assert any(c.get("FWD_YT") for c in source(rt, "forward", shape)) == (
+                shape in FORWARD_YT_TILES)
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)

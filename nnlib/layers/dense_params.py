@@ -105,8 +105,10 @@ def candidates(rt, product: str, shape: str) -> list:
     and with another local-memory k-block and with the work-groups in column order; for the
     weight gradient, the default on dZ transposed first (DZT), both load styles; for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
-    and of W); the default with fma() (without, where the default has it) and with a
-    work-group four times larger.
+    and of W); for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
+    with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
+    the other width (as many columns); the default with fma() (without, where the default
+    has it) and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     base = default_params(rt, product, shape, lanes=False)
@@ -132,6 +134,11 @@ def candidates(rt, product: str, shape: str) -> list:
         out += [dict(base, DZT=1, VLOAD=v) for v in (1, 0)]
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
+    if product == "forward" and shape in FORWARD_YT_TILES:  # on Y^T: tiles of 2 vectors
+        tn = dict({k: v for k, v in base.items() if k != "NT_I"}, TN_R=6, TN_V=2, TN_KB=0,
+                  FWD_YT=1)
+        out += [tn, dict(tn, VLOAD=1 - base["VLOAD"]),
+                dict(tn, VW=wide, TN_V=max(1, 2 * base["VW"] // wide)), dict(tn, TN_R=8)]
     out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
     if lanes_by_default(rt):  # the lanes design: its default first, the others last
         out = [default_params(rt, product, shape), *out, *lanes_candidates(rt, product, shape)]
@@ -175,10 +182,10 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
     return {**out, "TN_R": tile[0], "TN_V": tile[1]}
 
 
-# The forward on Y^T (FWD_YT, dense.cl's gemm_tn on W read in place and X^T) in the lanes
-# design: its tiles (TN_R outputs x TN_V batch columns per work-item) per batch class, most
+# The forward on Y^T (FWD_YT, dense.cl's gemm_tn on W read in place and X^T): its tiles in
+# the lanes design (TN_R outputs x TN_V batch columns per work-item) per batch class, most
 # promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
-# it), so only the classes of large batches take it.
+# it), so only the classes of large batches (these keys) take it, in either design.
 FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "wide": ((8, 2), (6, 4))}
 
 
