@@ -36,6 +36,7 @@ class BlockedDenseKernels:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (kernel, batch class) -> (Launcher, params, local)
         self._by_size: dict = {}  # (kernel, product, batch, weights) -> the same, found once
+        self._on_yt: dict = {}  # (batch, weights) -> whether the forward runs on Y^T (FWD_YT)
 
     def params(self, product: str, batch: int, weights: int = 0) -> dict:
         """The parameters ``product`` runs with at ``batch`` on a layer of ``weights``
@@ -75,7 +76,11 @@ class BlockedDenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        if self.params("forward", batch, n_in * n_out).get("FWD_YT"):
+        on_yt = self._on_yt.get((batch, n_in * n_out))
+        if on_yt is None:  # found once per size: a look-up of the tuned parameters takes long
+            on_yt = self._on_yt[(batch, n_in * n_out)] = bool(
+                self.params("forward", batch, n_in * n_out).get("FWD_YT"))
+        if on_yt:
             return self._forward_yt(x, w, b, y, act)
         launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
         if p.get("TN_LANES"):  # dimension 0 along the outputs, one per work-item
