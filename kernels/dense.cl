@@ -70,9 +70,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 // outputs in vector accumulators (VW floats wide; the loops over the tile are unrolled so
 // that the accumulators stay in registers) and reads every operand along contiguous rows:
 //   forward  Y  = act(X W^T + b)          gemm_nt: X and W both walk along k (dot products)
-//            or Y^T = W X^T with gemm_tn (the launch parameter FWD_YT, for the lanes design
-//            below): P = W^T (W read with strides), B = X^T, made by transpose first; then
-//            transpose_bias_act writes Y
+//            or Y^T = W X^T with gemm_tn (the launch parameter FWD_YT, made for the lanes
+//            design below): P = W^T (W read with strides), B = X^T, made by transpose first;
+//            then transpose_bias_act writes Y
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
 //   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated); or P = the

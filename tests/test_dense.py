@@ -253,15 +253,23 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
 
 
-def test_transpose_matches_numpy(rt, rng):
-    """The weight gradient's transpose of dZ (DZT): partial 4 x 4 blocks at both edges, one
-    row, one column, and more rows than a work-group holds work-items."""
-    launcher, big = rt.launcher("dense", "transpose"), 4 * rt.max_work_group_size + 5
-    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6)]:
+@pytest.mark.parametrize("kernel", ["transpose", "transpose_by_columns", "transpose_bias_act"])
+def test_transpose_matches_numpy(rt, rng, kernel):
+    """The transposes of dZ (DZT) and of X, and Y's from Y^T with bias and tanh (FWD_YT):
+    partial 4 x 4 blocks at both edges, one row, one column, and more rows and more columns
+    than a work-group holds work-items."""
+    launcher, big = rt.launcher("dense", kernel), 4 * rt.max_work_group_size + 5
+    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6), (5, big)]:
         a = rng.standard_normal((rows, cols)).astype(np.float32)
-        out = rt.empty((cols, rows))
-        launcher(((rows + 3) // 4, (cols + 3) // 4), None, rt.to_device(a).data, out.data,
-                 np.int32(rows), np.int32(cols))
+        bias = rng.standard_normal(rows).astype(np.float32)
+        out, blocks = rt.empty((cols, rows)), ((rows + 3) // 4, (cols + 3) // 4)
+        args = [rt.to_device(a).data, out.data, np.int32(rows), np.int32(cols)]
+        if kernel == "transpose_bias_act":
+            launcher(blocks, None, *args, rt.to_device(bias).data, np.int32(BY_NAME["tanh"].code))
+            want = ref.activate((a.astype(np.float64) + bias[:, None]).T, "tanh")
+            np.testing.assert_allclose(out.get(), want, rtol=1e-5, atol=1e-6)
+            continue
+        launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, None, *args)
         np.testing.assert_array_equal(out.get(), a.T)
 
 
