@@ -70,6 +70,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 // outputs in vector accumulators (VW floats wide; the loops over the tile are unrolled so
 // that the accumulators stay in registers) and reads every operand along contiguous rows:
 //   forward  Y  = act(X W^T + b)          gemm_nt: X and W both walk along k (dot products)
+//            or Y^T = W X^T with gemm_tn (the launch parameter FWD_YT, made for the lanes
+//            design below): P = W^T (W read with strides), B = X^T, made by transpose first;
+//            then transpose_bias_act writes Y
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
 //   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated); or P = the
@@ -560,14 +563,14 @@ kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, panel);
 }
 
-// dst = src^T, src (rows x cols) and dst (cols x rows) row-major: the rows of dZ^T for the
-// weight gradient (DZT above). One work-item per block of 4 x 4 values, read as four float4
-// rows of src and written as four float4 rows of dst (a partial block at the edges one
-// value at a time); dimension 0 runs along src's rows, so that a work-group writes along
-// dst's rows.
-kernel void transpose(global const float *src, global float *dst, int rows, int cols)
+// dst = src^T, src (rows x cols) and dst (cols x rows) row-major; with bias (not 0), dst[c, r]
+// = activate(src[r, c] + bias[r], act). One work-item per block of 4 x 4 values from (r0,
+// c0), read as four float4 rows of src and written as four float4 rows of dst (a partial
+// block at the edges one value at a time). The kernels pass 0 for what they lack, so the
+// compiler drops that code.
+inline void transpose_tile(global const float *src, global float *dst, int rows, int cols,
+                           int r0, int c0, global const float *bias, int act)
 {
-    int r0 = get_global_id(0) * 4, c0 = get_global_id(1) * 4;
     if (r0 >= rows || c0 >= cols)
         return;
     if (r0 + 4 <= rows && c0 + 4 <= cols) {
@@ -575,6 +578,12 @@ kernel void transpose(global const float *src, global float *dst, int rows, int 
                b = vload4(0, src + (size_t)(r0 + 1) * cols + c0),
                c = vload4(0, src + (size_t)(r0 + 2) * cols + c0),
                d = vload4(0, src + (size_t)(r0 + 3) * cols + c0);
+        if (bias != 0) {
+            a = activate4(a + bias[r0], act);
+            b = activate4(b + bias[r0 + 1], act);
+            c = activate4(c + bias[r0 + 2], act);
+            d = activate4(d + bias[r0 + 3], act);
+        }
         vstore4((float4)(a.x, b.x, c.x, d.x), 0, dst + (size_t)c0 * rows + r0);
         vstore4((float4)(a.y, b.y, c.y, d.y), 0, dst + (size_t)(c0 + 1) * rows + r0);
         vstore4((float4)(a.z, b.z, c.z, d.z), 0, dst + (size_t)(c0 + 2) * rows + r0);
@@ -582,6 +591,37 @@ kernel void transpose(global const float *src, global float *dst, int rows, int 
         return;
     }
     for (int r = r0; r < min(r0 + 4, rows); ++r)
-        for (int c = c0; c < min(c0 + 4, cols); ++c)
-            dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+        for (int c = c0; c < min(c0 + 4, cols); ++c) {
+            float value = src[(size_t)r * cols + c];
+            dst[(size_t)c * rows + r] = bias == 0 ? value : activate(value + bias[r], act);
+        }
+}
+
+// dst = src^T, dimension 0 along src's rows, so that a work-group writes along dst's rows:
+// the rows of dZ^T for the weight gradient (DZT above).
+kernel void transpose(global const float *src, global float *dst, int rows, int cols)
+{
+    transpose_tile(src, dst, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, 0,
+                   ACT_NONE);
+}
+
+// dst = src^T, dimension 0 along src's columns, so that a work-group reads along src's rows
+// (where neighbouring work-items run in the lanes of a vector, its rows then do not meet in
+// the same cache sets when they lie a power of two apart): X^T for the forward on Y^T.
+kernel void transpose_by_columns(global const float *src, global float *dst, int rows,
+                                 int cols)
+{
+    transpose_tile(src, dst, rows, cols, get_global_id(1) * 4, get_global_id(0) * 4, 0,
+                   ACT_NONE);
+}
+
+// Y = act(Y^T^T + bias), dimension 0 along Y^T's rows (the outputs): the end of the forward
+// on Y^T (the launch parameter FWD_YT), src = Y^T (n_out x batch) from gemm_tn with P[k, r]
+// = W[r, k] (p_k 1, p_r n_in: each value of W a broadcast across the lanes) and B = X^T;
+// not softmax (the caller runs softmax_rows after).
+kernel void transpose_bias_act(global const float *src, global float *dst, int rows, int cols,
+                               global const float *bias, int act)
+{
+    transpose_tile(src, dst, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, bias,
+                   act);
 }

@@ -604,14 +604,17 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # default wherever the compiler vectorises across work-items and on GPUs: neighbouring
 # work-items own neighbouring columns of the output, each keeping a few rows x columns of
 # scalar accumulators, so a row of B is one contiguous load across the lanes and each value
-# of P, the same for every lane, one broadcast. (A lanes forward lost to the tiles: each lane
-# would read its own row of W, a gather, so the forward keeps its tiles.) Nor did it build vectors
-# from work-items everywhere: the optimizers' element-wise updates ran several times faster
-# with vectors of their own than as scalar work-items, and the fused training kernel of the
-# next section runs as one work-item on a CPU, with no neighbours to fill the lanes. So on a
-# CPU that prefers width 1, those kernels are built with the widest vectors its compiler
-# emits (`rt.limits.explicit_vector_width`). A preferred width is a hint, not a promise:
-# measure.
+# of P, the same for every lane, one broadcast. (A lanes forward written like `gemm_nt` lost
+# to the tiles: each lane would read its own row of W, a gather.) The forward joins it the
+# other way round, as the same product on Y^T = W X^T (`FWD_YT`): W read in place, one
+# broadcast value per output, and only the batch-sized X and Y transposed around it; the
+# tuner tries it for the large batches on every device and keeps it where it wins. Nor did
+# it build vectors from work-items everywhere: the optimizers' element-wise updates ran
+# several times faster with vectors of their own than as scalar work-items, and the fused
+# training kernel of the next section runs as one work-item on a CPU, with no neighbours to
+# fill the lanes. So on a CPU that prefers width 1, those kernels are built with the widest
+# vectors its compiler emits (`rt.limits.explicit_vector_width`). A preferred width is a
+# hint, not a promise: measure.
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion

@@ -8,7 +8,8 @@ from nnlib import reference as ref
 from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
-from nnlib.layers.dense_params import lanes_by_default, lanes_candidates, lanes_params
+from nnlib.layers.dense_params import (FORWARD_YT_TILES, forward_yt_params, lanes_by_default,
+                                       lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
 
@@ -203,13 +204,22 @@ def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
     test_every_tuning_candidate_matches_reference(rt, rng, product, params)
 
 
+@pytest.mark.parametrize("forward", ["gemm_nt", "on Y^T", "tiles on Y^T"])
 @pytest.mark.parametrize("act", ACTS)
-def test_lanes_design_matches_reference_for_every_activation(rt, rng, act):
+def test_lanes_design_matches_reference_for_every_activation(rt, rng, act, forward):
     """All three products in the lanes design, each activation (softmax of up to four
-    outputs in the forward kernel itself), odd sizes, batch 1 and a batch above a tile."""
+    outputs in the forward kernel itself, or after it on Y^T), odd sizes, batch 1 and a
+    batch above a tile; the forward also on Y^T (FWD_YT), in the lanes design and in the
+    tiles one, also above the device's work-group limit."""
     params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
-    check_layer(rt, rng, "blocked", act, [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)],
-                params)
+    params["forward"] = {"gemm_nt": params["forward"], "on Y^T": forward_yt_params(rt, "b64"),
+                         "tiles on Y^T": dict(default_params(rt, "input", lanes=False),
+                                              FWD_YT=1)}[forward]
+    sizes = [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)]
+    if forward != "gemm_nt":
+        big = rt.max_work_group_size + 3
+        sizes += [(2, big, 5), (35, 7, big)]
+    check_layer(rt, rng, "blocked", act, sizes, params)
 
 
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
@@ -234,20 +244,32 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
+    for shape in TUNE_SHAPE:  # the forward on Y^T: a candidate of the large batches
+        for source in (candidates, lanes_candidates):
+            assert any(c.get("FWD_YT") for c in source(rt, "forward", shape)) == (
+                shape in FORWARD_YT_TILES)
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
 
 
-def test_transpose_matches_numpy(rt, rng):
-    """The weight gradient's transpose of dZ (DZT): partial 4 x 4 blocks at both edges, one
-    row, one column, and more rows than a work-group holds work-items."""
-    launcher, big = rt.launcher("dense", "transpose"), 4 * rt.max_work_group_size + 5
-    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6)]:
+@pytest.mark.parametrize("kernel", ["transpose", "transpose_by_columns", "transpose_bias_act"])
+def test_transpose_matches_numpy(rt, rng, kernel):
+    """The transposes of dZ (DZT) and of X, and Y's from Y^T with bias and tanh (FWD_YT):
+    partial 4 x 4 blocks at both edges, one row, one column, and more rows and more columns
+    than a work-group holds work-items."""
+    launcher, big = rt.launcher("dense", kernel), 4 * rt.max_work_group_size + 5
+    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6), (5, big)]:
         a = rng.standard_normal((rows, cols)).astype(np.float32)
-        out = rt.empty((cols, rows))
-        launcher(((rows + 3) // 4, (cols + 3) // 4), None, rt.to_device(a).data, out.data,
-                 np.int32(rows), np.int32(cols))
+        bias = rng.standard_normal(rows).astype(np.float32)
+        out, blocks = rt.empty((cols, rows)), ((rows + 3) // 4, (cols + 3) // 4)
+        args = [rt.to_device(a).data, out.data, np.int32(rows), np.int32(cols)]
+        if kernel == "transpose_bias_act":
+            launcher(blocks, None, *args, rt.to_device(bias).data, np.int32(BY_NAME["tanh"].code))
+            want = ref.activate((a.astype(np.float64) + bias[:, None]).T, "tanh")
+            np.testing.assert_allclose(out.get(), want, rtol=1e-5, atol=1e-6)
+            continue
+        launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, None, *args)
         np.testing.assert_array_equal(out.get(), a.T)
 
 

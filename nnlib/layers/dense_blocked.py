@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tuning
+from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
 from .dense_params import (PRODUCTS, TUNE_SHAPE, build_options, candidates, default_params,
                            shape_class, work_group)
@@ -35,6 +36,7 @@ class BlockedDenseKernels:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (kernel, batch class) -> (Launcher, params, local)
         self._by_size: dict = {}  # (kernel, product, batch, weights) -> the same, found once
+        self._on_yt: dict = {}  # (batch, weights) -> whether the forward runs on Y^T (FWD_YT)
 
     def params(self, product: str, batch: int, weights: int = 0) -> dict:
         """The parameters ``product`` runs with at ``batch`` on a layer of ``weights``
@@ -74,6 +76,12 @@ class BlockedDenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
+        on_yt = self._on_yt.get((batch, n_in * n_out))
+        if on_yt is None:  # found once per size: a look-up of the tuned parameters takes long
+            on_yt = self._on_yt[(batch, n_in * n_out)] = bool(
+                self.params("forward", batch, n_in * n_out).get("FWD_YT"))
+        if on_yt:
+            return self._forward_yt(x, w, b, y, act)
         launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
         if p.get("TN_LANES"):  # dimension 0 along the outputs, one per work-item
             grid = (n_out, ceil_div(batch, p["NT_I"]))
@@ -81,6 +89,28 @@ class BlockedDenseKernels:
             grid = (ceil_div(batch, p["NT_I"]), ceil_div(n_out, NT_J))
         return launcher(grid, local, x.data, w.data, y.data, i32(batch), i32(n_out),
                         i32(n_in), b.data, i32(act))
+
+    def _forward_yt(self, x, w, b, y, act: int):
+        """The forward with the parameter FWD_YT: x^T by transpose, y^T = W x^T by gemm_tn
+        (P[k, r] = W[r, k], read in place), then y = act(y^T^T + b) by transpose_bias_act;
+        the softmax it owns (:meth:`softmax_in_forward`) by softmax_rows. Only the
+        batch-sized arrays are transposed."""
+        batch, n_in = x.shape
+        n_out = w.shape[0]
+        i32 = np.int32
+        x_t, y_t = self.runtime.empty((n_in, batch)), self.runtime.empty((n_out, batch))
+        launcher = self.runtime.launcher
+        launcher("dense", "transpose_by_columns")((ceil_div(n_in, 4), ceil_div(batch, 4)), None,
+                                                  x.data, x_t.data, i32(batch), i32(n_in))
+        self._tn("forward", "gemm_tn", batch, n_in * n_out, w, 1, n_in, x_t, y_t, n_out, batch,
+                 n_in, i32(0))
+        event = launcher("dense", "transpose_bias_act")(
+            (ceil_div(n_out, 4), ceil_div(batch, 4)), None, y_t.data, y.data, i32(n_out),
+            i32(batch), b.data, i32(act))  # softmax passes through
+        if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
+            return launcher("activation", "softmax_rows")((batch,), None, y.data, i32(batch),
+                                                          i32(n_out))
+        return event
 
     def _tn(self, product, kernel, batch, weights, p, p_k, p_r, b, c, nrows, ncols, nk, *extra):
         """C (+)= P^T B on the gemm_tn ``kernel`` of a layer of ``weights`` weights;

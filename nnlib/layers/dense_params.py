@@ -21,7 +21,7 @@ BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 WIDE_WEIGHTS = 2048 * 2048
 TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "wide": (256, 2048)}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
-LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT")  # parameters of the launch, not build options
+LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT")  # parameters of the launch, not build options
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
@@ -107,8 +107,10 @@ def candidates(rt, product: str, shape: str) -> list:
     and with another local-memory k-block and with the work-groups in column order; for the
     weight gradient, the default on dZ transposed first (DZT), both load styles; for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
-    and of W); the default with fma() (without, where the default has it) and with a
-    work-group four times larger.
+    and of W); for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
+    with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
+    the other width (as many columns); the default with fma() (without, where the default
+    has it) and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     base = default_params(rt, product, shape, lanes=False)
@@ -134,6 +136,11 @@ def candidates(rt, product: str, shape: str) -> list:
         out += [dict(base, DZT=1, VLOAD=v) for v in (1, 0)]
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
+    if product == "forward" and shape in FORWARD_YT_TILES:  # on Y^T: tiles of 2 vectors
+        tn = dict({k: v for k, v in base.items() if k != "NT_I"}, TN_R=6, TN_V=2, TN_KB=0,
+                  FWD_YT=1)
+        out += [tn, dict(tn, VLOAD=1 - base["VLOAD"]),
+                dict(tn, VW=wide, TN_V=max(1, 2 * base["VW"] // wide)), dict(tn, TN_R=8)]
     out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
     if lanes_by_default(rt):  # the lanes design: its default first, the others last
         out = [default_params(rt, product, shape), *out, *lanes_candidates(rt, product, shape)]
@@ -177,13 +184,32 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
     return {**out, "TN_R": tile[0], "TN_V": tile[1]}
 
 
+# The forward on Y^T (FWD_YT, dense.cl's gemm_tn on W read in place and X^T): its tiles in
+# the lanes design (TN_R outputs x TN_V batch columns per work-item) per batch class, most
+# promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
+# it), so only the classes of large batches (these keys) take it, in either design.
+FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "wide": ((8, 2), (6, 4))}
+
+
+def forward_yt_params(rt, shape: str, tile=None) -> dict:
+    """The forward on Y^T (FWD_YT) in the lanes design: ``tile`` (default the class's first
+    of FORWARD_YT_TILES) on work-groups of :func:`_lanes` work-items."""
+    tile = FORWARD_YT_TILES[shape][0] if tile is None else tile
+    return {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
+            "LOCAL": _lanes(rt), "TN_R": tile[0], "TN_V": tile[1], "FWD_YT": 1}
+
+
 def lanes_candidates(rt, product: str, shape: str) -> list:
     """The lanes design's candidates: each tile of the class, the first also with fma()
-    (without, where it has it) and on work-groups four times larger."""
+    (without, where it has it) and on work-groups four times larger; for the forward of the
+    classes of FORWARD_YT_TILES, then each of its tiles on Y^T (:func:`forward_yt_params`)."""
     tiles = LANES_TILES[product][shape]
     out = [lanes_params(rt, product, shape, t) for t in tiles]
     first = out[0]
-    return out + [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
+    out += [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
+    if product == "forward":
+        out += [forward_yt_params(rt, shape, t) for t in FORWARD_YT_TILES.get(shape, ())]
+    return out
 
 
 def build_options(params: dict) -> tuple:

@@ -7,6 +7,7 @@ from _limits import oclgrind_runtime
 import nnlib
 from nnlib.activations import TABLE
 from nnlib.layers.dense import DenseKernels, default_params
+from nnlib.layers.dense_params import forward_yt_params
 
 rt, config = oclgrind_runtime()
 rng = np.random.default_rng(0)
@@ -22,6 +23,11 @@ blocked = nnlib.Dense(2 * 2 * forward["VW"] + 3, 7, "tanh", seed=1)
 blocked.kernels = DenseKernels(rt, params={"forward": dict(
     forward, NT_KB=2 * forward["VW"], LOCAL=4, LOCAL_J=2)})
 blocked.forward(rng.standard_normal((9, blocked.n_in)))
+# the forward on Y^T (FWD_YT) in both designs: partial 4 x 4 blocks of both transposes
+for on_yt in (forward_yt_params(rt, "b64"),
+              dict(default_params(rt, "input", lanes=False), FWD_YT=1)):
+    blocked.kernels = DenseKernels(rt, params={"forward": on_yt})
+    blocked.forward(rng.standard_normal((9, blocked.n_in)))
 # the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose
 blocked.kernels = DenseKernels(rt, params={"weight": dict(default_params(rt, "weight"), DZT=1)})
 blocked.backward(blocked.forward(rng.standard_normal((9, blocked.n_in))).get())
