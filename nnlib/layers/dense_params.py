@@ -193,10 +193,10 @@ FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "wide": ((8, 2), (6, 4))}
 
 def forward_yt_params(rt, shape: str, tile=None) -> dict:
     """The forward on Y^T (FWD_YT) in the lanes design: ``tile`` (default the class's first
-    of FORWARD_YT_TILES) on work-groups of :func:`_lanes` work-items."""
+    of FORWARD_YT_TILES) on work-groups of :func:`lanes_work_group` work-items."""
     tile = FORWARD_YT_TILES[shape][0] if tile is None else tile
     return {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
-            "LOCAL": _lanes(rt), "TN_R": tile[0], "TN_V": tile[1], "FWD_YT": 1}
+            "LOCAL": lanes_work_group(rt), "TN_R": tile[0], "TN_V": tile[1], "FWD_YT": 1}
 
 
 def lanes_candidates(rt, product: str, shape: str) -> list:
