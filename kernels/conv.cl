@@ -142,11 +142,11 @@ typedef floatv cvec;
 // i times each complex number of v, CV / 2 of them as (re, im) pairs: (-im, re, -im, re, ..)
 #define ALT4 ((float4)(-1.0f, 1.0f, -1.0f, 1.0f))
 #if CV == 16
-#define CV_TIMES_I(v) ((v).s1032547698badcfe * (float16)(ALT4, ALT4, ALT4, ALT4))
+#define CV_MUL_I(v) ((v).s1032547698badcfe * (float16)(ALT4, ALT4, ALT4, ALT4))
 #elif CV == 8
-#define CV_TIMES_I(v) ((v).s10325476 * (float8)(ALT4, ALT4))
+#define CV_MUL_I(v) ((v).s10325476 * (float8)(ALT4, ALT4))
 #else
-#define CV_TIMES_I(v) ((v).s1032 * ALT4)
+#define CV_MUL_I(v) ((v).s1032 * ALT4)
 #endif
 
 kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 *w,
@@ -187,7 +187,7 @@ kernel void cconv1d_forward_blocked(global const float2 *x, global const float2 
             x0 = LOAD_BY_HAND(v);
             x1 = LOAD_BY_HAND(v + CV);
         }
-        cvec y0 = CV_TIMES_I(x0), y1 = CV_TIMES_I(x1);
+        cvec y0 = CV_MUL_I(x0), y1 = CV_MUL_I(x1);
         #pragma unroll
         for (int j = 0; j < CF; ++j) {
             float2 wk = wg[fs[j] + k];
