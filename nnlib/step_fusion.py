@@ -37,9 +37,9 @@ def preactivation_chain(layers: list) -> list:
 
 
 class FusedBackward:
-    """The backward pass of one training step of ``layers`` with ``optimizer``: made
-    for each optimizer (and its list of parameters) a network trains with, it zeroes only the gradients the pass adds to and runs
-    the pass from the output layer's dL/dz."""
+    """The backward pass of one training step of ``layers`` with ``optimizer``: made for
+    each optimizer (and its list of parameters) a network trains with, it zeroes only the
+    gradients the pass adds to and runs the pass from the output layer's dL/dz."""
 
     def __init__(self, layers: list, optimizer):
         self.layers = layers

@@ -169,10 +169,9 @@ class MaskGenerator(Layer):
         rt = self.runtime
         z, slope = self.saved()
         grad_out = rt.to_device(grad_out, "MaskGenerator grad_out", shape=slope.shape)
-        launcher(rt, "catch", "mask_weight_grad")((ceil_div(self.width, 4), self.n), None, z.data,
-                  slope.data,
-                  grad_out.data, self.weight.grad.data, i32(z.shape[0]), i32(self.n),
-                  i32(self.width))
+        launcher(rt, "catch", "mask_weight_grad")(
+            (ceil_div(self.width, 4), self.n), None, z.data, slope.data, grad_out.data,
+            self.weight.grad.data, i32(z.shape[0]), i32(self.n), i32(self.width))
 
 
 def revin_norm(rt, x):

@@ -188,9 +188,10 @@ class _Conv1dBase(Layer):
         if self._blocked is not None and self.step == 1:
             cv, cf = self._per_item(), self._tile["CF"]
             self._blocked((ceil_div(t, cv), ceil_div(self.filters, cf), rows),
-                          self._local(self._blocked, 3), x.data, self.weight.value.data, self.bias.value.data,
-                          out.data, *geo.take("rows", "variables", "length", "window",
-                                              "filters", "out_len", "groups", "sf", "st"))
+                          self._local(self._blocked, 3), x.data, self.weight.value.data,
+                          self.bias.value.data, out.data,
+                          *geo.take("rows", "variables", "length", "window", "filters",
+                                    "out_len", "groups", "sf", "st"))
             return
         self._forward((t, self.filters, rows), None, x.data,
                       self.weight.value.data, self.bias.value.data, out.data, *geo,
