@@ -158,6 +158,7 @@ def environment(rt) -> dict:
     return {"device": rt.device.name.strip(), "platform": rt.device.platform.version,
             "driver": rt.device.driver_version, "cpu": cpu_model(),
             "pocl_threads": os.environ.get("POCL_MAX_PTHREAD_COUNT", "all"),
+            "pocl_affinity": os.environ.get("POCL_AFFINITY", "unset"),
             "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset"),
             "tuning": tuning.mode(),
             "tuned": {} if tuning.mode() == "0" else
@@ -166,8 +167,10 @@ def environment(rt) -> dict:
 
 def print_environment(meta: dict) -> None:
     """The machine, the OpenCL build and the tuned kernel parameters a benchmark ran with."""
+    pinned = meta.get("pocl_affinity", "unset")
     print(f"CPU: {meta['cpu']}; OpenCL: {meta['device']} ({meta['platform']}); "
-          f"PoCL threads {meta['pocl_threads']}; NNLIB_TUNE={meta['tuning']}")
+          f"PoCL threads {meta['pocl_threads']} (POCL_AFFINITY {pinned}); "
+          f"NNLIB_TUNE={meta['tuning']}")
     for family, params in meta["tuned"].items():
         print(f"  tuned {family}: " + " ".join(f"{k}={v}" for k, v in params.items()))
 
