@@ -465,6 +465,12 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # cached per device and driver under `~/.cache/nnlib/tuning/`; `NNLIB_TUNE=0` turns tuning
 # off (the defaults, as in the tests), `NNLIB_TUNE=retune` searches again.
 #
+# Each class of problem has its own search on its own representative problem,
+# `TUNE_SHAPE[class]` = (batch, n) for an n -> n layer: batch 1, batches up to 4, larger
+# batches, small layers (at most 256 x 256 weights at batches above 4) and wide ones. In a
+# small layer a launch costs as much as the arithmetic, so a transpose that pays for itself at
+# 1024 -> 1024 may not pay there: the classes let the tuner answer differently.
+#
 # Here is a small search run live: the forward product on the tuner's problem for batch 64
 # and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both
 # load styles, everything else at this device's defaults.

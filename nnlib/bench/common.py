@@ -58,6 +58,7 @@ SETTLE_STEP_S = 0.01  # how often settle() looks at the process's CPU time
 SETTLE_MAX_S = 0.5  # settle() gives up after this long (threads that never go idle)
 BUSY_SHARE = 0.1  # the process counts as idle while its CPU time grows slower than this
 TURN_CALLS = 3  # timed calls per turn of interleaved_s
+TURN_WARM_UP_S = 0.02  # seconds of untimed calls that start each turn of interleaved_s
 
 
 def settle() -> None:
@@ -84,8 +85,11 @@ def interleaved_s(runs: dict, repeat: int) -> dict:
     Each turn first lets the previous run's threads go idle (:func:`settle`): a run timed
     while the one before still spins (numpy's OpenBLAS threads, PoCL's workers) loses cores
     to it, and on a 2-core machine whichever ran second would look several times slower
-    than alone. Then one untimed call (its own threads and the cores' clocks waking up) and
-    TURN_CALLS timed ones; the median is over every timed call of every round.
+    than alone. Then untimed calls for TURN_WARM_UP_S (its own threads and the cores' clocks
+    waking up) and TURN_CALLS timed ones; the median is over every timed call of every round.
+    The warm-up is a time, not a call: after idling, PoCL's two workers at times share one
+    core of a 2-core virtual machine for several milliseconds, and a wide layer's first
+    calls then take up to twice as long as in a training loop, which calls it back to back.
 
     A run is ``fn`` or ``(fn, context)``: ``context()`` (e.g. a BLAS thread limit) is entered
     for the whole turn. Each run is first warmed up as in :func:`median_s`.
@@ -103,7 +107,10 @@ def interleaved_s(runs: dict, repeat: int) -> dict:
         for name, (fn, context) in plain.items():
             settle()
             with context():
+                start = time.perf_counter()
                 fn()
+                while time.perf_counter() - start < TURN_WARM_UP_S:
+                    fn()
                 for _ in range(TURN_CALLS):
                     start = time.perf_counter()
                     fn()

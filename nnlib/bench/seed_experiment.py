@@ -39,10 +39,15 @@ def build(nnlib, runtime):
 
 def epoch_s(runs: dict, rows: int, total: int, epochs: int) -> dict:
     """Median seconds of each ``runs[name]()`` (an epoch over ``rows`` rows) scaled to
-    ``total`` rows; the runs alternate, so that load on a shared machine hits all alike."""
+    ``total`` rows; the runs alternate, so that load on a shared machine hits all alike.
+    Each turn runs an untimed epoch before the timed one, as in training, where epochs
+    follow each other: its first epoch builds its kernels, and after the others' turns
+    PoCL's idle workers at times share one core of a 2-core virtual machine for several
+    milliseconds, longer than a mini-batch epoch."""
     times = {name: [] for name in runs}
     for _ in range(epochs):
         for name, run in runs.items():
+            run()
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)

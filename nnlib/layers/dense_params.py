@@ -17,22 +17,29 @@ PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked d
 BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 # Layers of at least WIDE_WEIGHTS weights (CATCH's flatten heads at the official sizes:
 # 5888 x 5888) are their own class, tuned on (256, 2048 -> 2048): their operands no longer
-# fit the caches, and the tile order that wins at 512 loses there.
+# fit the caches, and the tile order that wins at 512 loses there. Layers of at most
+# SMALL_WEIGHTS weights at batches above 4 (notebook 02's 240 -> 128 -> 64 -> 3, CATCH's
+# token layers: 320-1920 rows of 16-288 features) are the class "small", tuned on (512,
+# 128 -> 128): a launch there costs as much as the arithmetic, and a step the tuner buys
+# at 1024 -> 1024 (a transpose before or after a product) may not pay for itself.
 WIDE_WEIGHTS = 2048 * 2048
-TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "wide": (256, 2048)}
+SMALL_WEIGHTS = 256 * 256
+TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (512, 128),
+              "wide": (256, 2048)}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
 LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT")  # parameters of the launch, not build options
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
     """The class whose tuned parameters ``product`` uses at ``batch`` on a layer of
-    ``weights`` weights (n_in * n_out). dW sums over the batch (its tile runs along n_out
-    and n_in): one class serves every batch."""
+    ``weights`` weights (n_in * n_out): "wide" or "small" by the weights (at batches above
+    4), else by the batch. dW sums over the batch (its tile runs along n_out and n_in): its
+    classes go by the weights alone."""
     if weights >= WIDE_WEIGHTS:
         return "wide"
-    if product == "weight":
-        return "b64"
-    return next(name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
+    shape = "b64" if product == "weight" else next(
+        name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
+    return "small" if shape == "b64" and 0 < weights <= SMALL_WEIGHTS else shape
 
 
 def _tn_tile(vw: int, shape: str) -> tuple:
@@ -112,7 +119,8 @@ def candidates(rt, product: str, shape: str) -> list:
     the other width (as many columns); the default with fma() (without, where the default
     has it) and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
-    rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "wide": (2, 4, 6)}[shape]
+    rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "small": (2, 4, 6),
+            "wide": (2, 4, 6)}[shape]
     base = default_params(rt, product, shape, lanes=False)
     if product == "weight":  # rows of dW (n_out), whatever the batch; 6 x 4 vectors at most
         rows = (4, 6, 8) if base["TN_V"] < 4 else (4, 6)
@@ -166,9 +174,9 @@ def lanes_work_group(rt) -> int:
 # The lanes design's tiles per product and batch class, most promising first: the forward's
 # rows of x per work-group (NT_I), the gradients' rows x columns per work-item (TN_R, TN_V).
 LANES_TILES = {
-    "forward": {"b1": (1, 2), "b4": (4, 2), "b64": (16, 8), "wide": (16, 8)},
+    "forward": {"b1": (1, 2), "b4": (4, 2), "b64": (16, 8), "small": (16, 8), "wide": (16, 8)},
     "input": {"b1": ((1, 8), (1, 16), (2, 8)), "b4": ((4, 4), (2, 8)),
-              "b64": ((4, 4), (6, 4), (8, 2)), "wide": ((4, 4), (6, 4), (8, 2))},
+              **{shape: ((4, 4), (6, 4), (8, 2)) for shape in ("b64", "small", "wide")}},
     "weight": {shape: ((4, 4), (6, 4), (8, 2), (4, 6)) for shape in TUNE_SHAPE},
 }
 
@@ -188,7 +196,8 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
 # the lanes design (TN_R outputs x TN_V batch columns per work-item) per batch class, most
 # promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
 # it), so only the classes of large batches (these keys) take it, in either design.
-FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "wide": ((8, 2), (6, 4))}
+FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "small": ((8, 2), (6, 4), (8, 4)),
+                    "wide": ((8, 2), (6, 4))}
 
 
 def forward_yt_params(rt, shape: str, tile=None) -> dict:
