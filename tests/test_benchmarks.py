@@ -1,5 +1,6 @@
 """The benchmarks run end to end at tiny sizes (their figures are not checked here)."""
 
+import itertools
 import json
 
 import pytest
@@ -91,3 +92,39 @@ def test_written_files_are_named_without_the_machines_folders(tmp_path):
     """What a benchmark prints ends up in a notebook's stored output: no absolute path."""
     assert shown(OUT / "dense.json") == "build/bench/dense.json"
     assert shown(tmp_path / "elsewhere.json") == "elsewhere.json"
+
+
+def test_each_turn_times_a_run_only_after_its_warm_up(monkeypatch):
+    """interleaved_s: every turn starts with TURN_WARM_UP_S of untimed calls of its own run,
+    then TURN_CALLS timed ones (steady state, as in a training loop)."""
+    import time
+
+    from nnlib.bench import common
+    monkeypatch.setattr(common, "settle", lambda: None)
+    monkeypatch.setattr(common, "WARM_UP_S", 0.0)
+    calls = []
+    runs = {name: (lambda name=name: calls.append((name, time.perf_counter())))
+            for name in ("a", "b")}
+    common.interleaved_s(runs, repeat=2)
+    turns = [(name, [t for _, t in group]) for name, group in
+             itertools.groupby(calls, key=lambda call: call[0])][-4:]  # after the warm-ups
+    assert [name for name, _ in turns] == ["a", "b", "a", "b"]
+    for _, times in turns:
+        warm = times[:-common.TURN_CALLS]
+        assert warm and warm[-1] - warm[0] >= common.TURN_WARM_UP_S * 0.99
+
+
+def test_the_epoch_benchmark_times_the_second_of_two_epochs():
+    """seed_experiment.epoch_s: each turn an untimed epoch, then the timed one."""
+    import time
+
+    log = []
+
+    def epoch(name, seconds):
+        def run():
+            log.append(name)
+            time.sleep(seconds)
+        return run
+    got = seed_experiment.epoch_s({"x": epoch("x", 0.002), "y": epoch("y", 0.0)}, 10, 20, 3)
+    assert log == ["x", "x", "y", "y"] * 3
+    assert got["x"] >= 2 * 0.002 and got["y"] < got["x"]
