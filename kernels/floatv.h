@@ -2,10 +2,28 @@
 // from the device's preferred width by nnlib.sizes.vector_width), with vloadv/vstorev its
 // vloadN/vstoreN, and LOAD_BY_HAND(p) / STORE_BY_HAND(x, p) the same VW floats at p (global,
 // local or private) one at a time: PoCL 3.0 calls vloadN/vstoreN rather than inlining them,
-// and the compiler turns the loads by hand into one vector access. Included
-// (`#include "floatv.h"`) after the file has settled VW. sum_lanes4 sums four vectors' lanes.
+// and the compiler turns the loads by hand into one vector access. LOAD_UPTO(p, m) /
+// STORE_UPTO(x, p, m): only the first m lanes (a tensor's tail; lanes past it load as 0),
+// lane by lane at constant indices: a private array indexed at run time (a union of the
+// vector and a float[VW]) made Intel's compiler, which vectorises across work-items, run the
+// whole kernel several times slower. Included (`#include "floatv.h"`) after the file has
+// settled VW. sum_lanes4 sums four vectors' lanes.
 #ifndef FLOATV_H
 #define FLOATV_H
+#define LOAD_UPTO1_(p, m) ((m) > 0 ? (p)[0] : 0.0f)
+#define LOAD_UPTO2_(p, m) ((float2)(LOAD_UPTO1_(p, m), LOAD_UPTO1_((p) + 1, (m) - 1)))
+#define LOAD_UPTO4_(p, m) ((float4)(LOAD_UPTO2_(p, m), LOAD_UPTO2_((p) + 2, (m) - 2)))
+#define LOAD_UPTO8_(p, m) ((float8)(LOAD_UPTO4_(p, m), LOAD_UPTO4_((p) + 4, (m) - 4)))
+#define LOAD_UPTO16_(p, m) ((float16)(LOAD_UPTO8_(p, m), LOAD_UPTO8_((p) + 8, (m) - 8)))
+#define STORE_UPTO1_(x, p, m) do { if ((m) > 0) (p)[0] = (x); } while (0)
+#define STORE_UPTO2_(x, p, m) \
+    do { STORE_UPTO1_((x).s0, p, m); STORE_UPTO1_((x).s1, (p) + 1, (m) - 1); } while (0)
+#define STORE_UPTO4_(x, p, m) \
+    do { STORE_UPTO2_((x).lo, p, m); STORE_UPTO2_((x).hi, (p) + 2, (m) - 2); } while (0)
+#define STORE_UPTO8_(x, p, m) \
+    do { STORE_UPTO4_((x).lo, p, m); STORE_UPTO4_((x).hi, (p) + 4, (m) - 4); } while (0)
+#define STORE_UPTO16_(x, p, m) \
+    do { STORE_UPTO8_((x).lo, p, m); STORE_UPTO8_((x).hi, (p) + 8, (m) - 8); } while (0)
 #ifndef VW
 #error "define VW before including floatv.h"
 #elif VW == 1
@@ -14,6 +32,8 @@ typedef float floatv;
 #define vstorev(x, i, p) ((p)[i] = (x))
 #define LOAD_BY_HAND(p) (*(p))
 #define STORE_BY_HAND(x, p) (*(p) = (x))
+#define LOAD_UPTO(p, m) LOAD_UPTO1_(p, m)
+#define STORE_UPTO(x, p, m) STORE_UPTO1_(x, p, m)
 #else
 #define FLOATV_CAT_(a, b) a##b
 #define FLOATV_CAT(a, b) FLOATV_CAT_(a, b)
@@ -27,16 +47,24 @@ typedef FLOATV_CAT(float, VW) floatv;
 #define LOAD_BY_HAND(p) ((float16)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], \
     (p)[7], (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #define STORE_BY_HAND(x, p) do { STORE8_((x).lo, p); STORE8_((x).hi, (p) + 8); } while (0)
+#define LOAD_UPTO(p, m) LOAD_UPTO16_(p, m)
+#define STORE_UPTO(x, p, m) STORE_UPTO16_(x, p, m)
 #elif VW == 8
 #define LOAD_BY_HAND(p) \
     ((float8)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
 #define STORE_BY_HAND(x, p) STORE8_(x, p)
+#define LOAD_UPTO(p, m) LOAD_UPTO8_(p, m)
+#define STORE_UPTO(x, p, m) STORE_UPTO8_(x, p, m)
 #elif VW == 4
 #define LOAD_BY_HAND(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
 #define STORE_BY_HAND(x, p) STORE4_(x, p)
+#define LOAD_UPTO(p, m) LOAD_UPTO4_(p, m)
+#define STORE_UPTO(x, p, m) STORE_UPTO4_(x, p, m)
 #else
 #define LOAD_BY_HAND(p) ((float2)((p)[0], (p)[1]))
 #define STORE_BY_HAND(x, p) STORE2_(x, p)
+#define LOAD_UPTO(p, m) LOAD_UPTO2_(p, m)
+#define STORE_UPTO(x, p, m) STORE_UPTO2_(x, p, m)
 #endif
 #endif
 

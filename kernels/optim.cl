@@ -25,7 +25,6 @@
 #define VLOAD 1
 #endif
 #include "floatv.h"
-typedef union { floatv v; float f[VW]; } lanes;  // a vector's lanes as an array
 #if VW == 1
 #define LOADV(p) (*(p))
 #define STOREV(x, p) (*(p) = (x))
@@ -34,22 +33,9 @@ typedef union { floatv v; float f[VW]; } lanes;  // a vector's lanes as an array
 #define LOADV(p) vloadv(0, p)
 #define STOREV(x, p) vstorev(x, 0, p)
 #define ANY(c) any(c)
-#else  // one float at a time through the lanes; the compiler keeps them in registers
-floatv load_by_hand(global const float *p)
-{
-    lanes u;
-    for (int k = 0; k < VW; ++k)
-        u.f[k] = p[k];
-    return u.v;
-}
-void store_by_hand(floatv x, global float *p)
-{
-    lanes u = {x};
-    for (int k = 0; k < VW; ++k)
-        p[k] = u.f[k];
-}
-#define LOADV(p) load_by_hand(p)
-#define STOREV(x, p) store_by_hand(x, p)
+#else  // one float at a time; the compiler keeps them in registers
+#define LOADV(p) LOAD_BY_HAND(p)
+#define STOREV(x, p) STORE_BY_HAND(x, p)
 #define ANY(c) any(c)
 #endif
 
@@ -57,12 +43,7 @@ void store_by_hand(floatv x, global float *p)
 // whose size is not a multiple of VW).
 floatv load_v(global const float *p, int first, int n)
 {
-    if (first + VW <= n)
-        return LOADV(p + first);
-    lanes part;
-    for (int k = 0; k < VW; ++k)
-        part.f[k] = first + k < n ? p[first + k] : 0.0f;
-    return part.v;
+    return first + VW <= n ? LOADV(p + first) : LOAD_UPTO(p + first, n - first);
 }
 
 // a / d where d > 0, else 0 (lane by lane for vectors).
@@ -71,18 +52,17 @@ floatv load_v(global const float *p, int first, int n)
 // Stores the lanes of x that fall before n at p[first ...].
 void store_v(floatv x, global float *p, int first, int n)
 {
-    if (first + VW <= n) {
+    if (first + VW <= n)
         STOREV(x, p + first);
-        return;
-    }
-    lanes part = {x};
-    for (int k = 0; first + k < n; ++k)
-        p[first + k] = part.f[k];
+    else
+        STORE_UPTO(x, p + first, n - first);
 }
 
 // One work-item per VW gradient elements: flag the step in skip if any is NaN or infinite
 // (atomics only on a bad element, so the scan runs at memory speed); work-item 0 also moves
-// the last step's pair, last, into this step's count.
+// the last step's pair, last, into this step's count. The tail (fewer than VW elements) is
+// read a float at a time, apart from the vector path: built as a vector (load_v), it made
+// Intel's compiler run the whole scan several times slower.
 kernel void check_finite(global const float *g, int n, global int *skip, global int *last)
 {
     int first = VW * get_global_id(0);
@@ -90,7 +70,13 @@ kernel void check_finite(global const float *g, int n, global int *skip, global 
         skip[0] += last[0] + last[1];
         last[0] = last[1] = 0;
     }
-    if (first < n && ANY(!isfinite(load_v(g, first, n))))
+    int bad = 0;
+    if (first + VW <= n)
+        bad = ANY(!isfinite(LOADV(g + first)));
+    else
+        for (int k = first; k < n; ++k)
+            bad |= !isfinite(g[k]);
+    if (bad)
         atomic_or(&skip[1], 1);
 }
 
