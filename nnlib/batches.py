@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .layers.dense_params import lanes_by_default, lanes_work_group
+
 
 def gather_rows(data: np.ndarray, order: np.ndarray, first: int, rows: int) -> np.ndarray:
     """The numpy reference of the gather kernel (for the inputs and for the targets): rows
@@ -23,16 +25,21 @@ def gather_rows(data: np.ndarray, order: np.ndarray, first: int, rows: int) -> n
 class DeviceBatches:
     """``inputs`` (n, n_in) and ``targets`` (n, n_out), device arrays or host arrays of
     finite numbers (copied once), served as mini-batches of rows in the order of
-    :meth:`shuffle`."""
+    :meth:`shuffle`. ``lanes``: gather in the lanes design (kernels/batches.cl); None: where
+    the device's kernels take it (``dense_params.lanes_by_default``)."""
 
-    def __init__(self, runtime, inputs, targets):
+    def __init__(self, runtime, inputs, targets, lanes: bool | None = None):
         self.runtime = runtime
         self.inputs = runtime.to_device(inputs, "fit inputs", shape=(None, None), wait=True)
         self.targets = runtime.to_device(targets, "fit targets",
                                          shape=(self.inputs.shape[0], None), wait=True)
         self.order = None
         self._batches: dict = {}  # rows -> (inputs, targets) arrays, reused
-        self._gather = runtime.launcher("batches", "gather_rows")
+        if lanes_by_default(runtime) if lanes is None else lanes:
+            self._gather = runtime.launcher("batches", "gather_rows_lanes")
+            self._lanes = min(lanes_work_group(runtime), self._gather.work_group_size)
+        else:
+            self._gather, self._lanes = runtime.launcher("batches", "gather_rows"), 0
 
     def __len__(self):
         return self.inputs.shape[0]
@@ -58,7 +65,8 @@ class DeviceBatches:
             self._batches[rows] = tuple(self.runtime.empty((rows, data.shape[1]))
                                         for data in (self.inputs, self.targets))
         x, t = self._batches[rows]
-        self._gather((rows,), None, self.inputs.data, self.targets.data,
+        grid, local = ((self._lanes, rows), (self._lanes, 1)) if self._lanes else ((rows,), None)
+        self._gather(grid, local, self.inputs.data, self.targets.data,
                      self.order.data, np.int32(first), np.int32(rows), np.int32(x.shape[1]),
                      np.int32(t.shape[1]), x.data, t.data)
         return x, t

@@ -13,14 +13,16 @@ def _sizes(rt):
     return [(1, 1), (1, 241), (37, 5), (5, big), (big, 3)]
 
 
+@pytest.mark.parametrize("lanes", [False, True], ids=["row per work-item", "lanes design"])
 @pytest.mark.parametrize("case", range(5))
-def test_gathered_rows_match_reference(rt, rng, case):
+def test_gathered_rows_match_reference(rt, rng, case, lanes):
+    """Both kernels on every device, whichever the device takes by default."""
     rows, cols = _sizes(rt)[case]
     n = rows + 4
     data = rng.standard_normal((n, cols)).astype(np.float32)
     targets = rng.standard_normal((n, 2)).astype(np.float32)
     order = np.concatenate([rng.permutation(n), [n - 1, 0, n - 1]])  # repeats allowed
-    batches = DeviceBatches(rt, data, targets)
+    batches = DeviceBatches(rt, data, targets, lanes=lanes)
     batches.shuffle(order)
     for first in (0, len(order) - rows):
         x, t = batches.batch(first, rows)
