@@ -270,7 +270,9 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   waits for it when its event is dropped, so the host would wait for them all); `fit`
 #   uploads the training set once and gathers each shuffled batch on the device
 #   (`nnlib/batches.py`: one work-item copies a whole row, contiguous memory that a CPU
-#   compiler copies with vector loads; one work-item per element ran several times slower);
+#   compiler copies with vector loads; one work-item per element ran several times slower;
+#   where the compiler runs neighbouring work-items in the lanes of a vector, as Intel's
+#   does, a work-group of lanes copies a row, neighbouring columns in neighbouring lanes);
 # * Python costs more than the enqueue: pyopencl's `set_arg` fails its way through the kinds
 #   of argument before it takes a number (about 7 µs each), so nnlib's `Launcher`
 #   (`nnlib/launcher.py`) declares the numbers' types from the `.cl` signature and pyopencl
