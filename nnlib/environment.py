@@ -66,8 +66,8 @@ def pocl_threads() -> int:
 
 def pinnable(threads: int) -> bool:
     """Whether PoCL may pin worker i to CPU i for each of ``threads`` workers: each such CPU
-    is one this process may run on (Linux; PoCL pins nowhere else)."""
-    return hasattr(os, "sched_getaffinity") and set(range(threads)) <= os.sched_getaffinity(0)
+    is one this process may run on (Linux only: ``os.sched_getaffinity``)."""
+    return set(range(threads)) <= os.sched_getaffinity(0)
 
 
 def _check_pocl_affinity() -> None:
