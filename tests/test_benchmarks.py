@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import math
 
 import pytest
 
@@ -94,37 +95,46 @@ def test_written_files_are_named_without_the_machines_folders(tmp_path):
     assert shown(tmp_path / "elsewhere.json") == "elsewhere.json"
 
 
+class FakeClock:
+    """Stands in for the time module: each call of a run advances it by a fixed step, so the
+    tests below see the same times on a loaded machine as on a quiet one."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+    def run(self, log, name, step):
+        def call():
+            log.append(name)
+            self.now += step
+        return call
+
+
 def test_each_turn_times_a_run_only_after_its_warm_up(monkeypatch):
     """interleaved_s: every turn starts with TURN_WARM_UP_S of untimed calls of its own run,
     then TURN_CALLS timed ones (steady state, as in a training loop)."""
-    import time
-
     from nnlib.bench import common
+    clock, calls, step = FakeClock(), [], 2.0 ** -10  # a binary fraction: sums are exact
+    monkeypatch.setattr(common, "time", clock)
     monkeypatch.setattr(common, "settle", lambda: None)
     monkeypatch.setattr(common, "WARM_UP_S", 0.0)
-    calls = []
-    runs = {name: (lambda name=name: calls.append((name, time.perf_counter())))
-            for name in ("a", "b")}
-    common.interleaved_s(runs, repeat=2)
-    turns = [(name, [t for _, t in group]) for name, group in
-             itertools.groupby(calls, key=lambda call: call[0])][-4:]  # after the warm-ups
-    assert [name for name, _ in turns] == ["a", "b", "a", "b"]
-    for _, times in turns:
-        warm = times[:-common.TURN_CALLS]
-        assert warm and warm[-1] - warm[0] >= common.TURN_WARM_UP_S * 0.99
+    got = common.interleaved_s({"a": clock.run(calls, "a", step),
+                                "b": clock.run(calls, "b", 2 * step)}, repeat=2)
+    turns = [(name, len(list(group))) for name, group in itertools.groupby(calls)]
+    assert turns[:2] == [("a", 1), ("b", 1)]  # the first warm-up: WARM_UP_S is 0
+    warm = {"a": math.ceil(common.TURN_WARM_UP_S / step),
+            "b": math.ceil(common.TURN_WARM_UP_S / (2 * step))}
+    assert turns[2:] == [(name, warm[name] + common.TURN_CALLS) for name in "abab"]
+    assert got == pytest.approx({"a": step, "b": 2 * step})
 
 
-def test_the_epoch_benchmark_times_the_second_of_two_epochs():
+def test_the_epoch_benchmark_times_the_second_of_two_epochs(monkeypatch):
     """seed_experiment.epoch_s: each turn an untimed epoch, then the timed one."""
-    import time
-
-    log = []
-
-    def epoch(name, seconds):
-        def run():
-            log.append(name)
-            time.sleep(seconds)
-        return run
-    got = seed_experiment.epoch_s({"x": epoch("x", 0.002), "y": epoch("y", 0.0)}, 10, 20, 3)
+    clock, log = FakeClock(), []
+    monkeypatch.setattr(seed_experiment, "time", clock)
+    got = seed_experiment.epoch_s({"x": clock.run(log, "x", 0.002),
+                                   "y": clock.run(log, "y", 0.001)}, 10, 20, 3)
     assert log == ["x", "x", "y", "y"] * 3
-    assert got["x"] >= 2 * 0.002 and got["y"] < got["x"]
+    assert got == pytest.approx({"x": 2 * 0.002, "y": 2 * 0.001})

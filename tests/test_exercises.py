@@ -296,7 +296,7 @@ def test_ctrl_c_stops_an_endless_kernel(tmp_path):
         child.send_signal(signal.SIGINT)
         sent = time.monotonic()
         assert child.stdout.readline() == "interrupted; workers left: 0\n"
-        assert time.monotonic() - sent < 3  # promptly: the worker is killed, not waited for
+        assert time.monotonic() - sent < 10  # promptly: killed, not waited for (120 s)
         said = child.communicate(timeout=60)[0]
     finally:
         child.kill()
