@@ -1,8 +1,14 @@
 // The CATCH detector's own kernels (the attention core is in attention.cl). Series are laid
 // out (batch, channels, time): a "row" is one channel of one window. Every work-item writes
 // only its own outputs; sums over a batch run in one work-item, in a fixed order.
+// VW: floats per work-item of the elementwise kernels (GELU), as one vector (floatv.h), set
+// by the host from the device's vector width; VLOAD as in dot4.h.
 
+#ifndef VW
+#define VW 1
+#endif
 #include "dot4.h"
+#include "floatv.h"
 
 // The mean and the biased variance of n values, in two passes (no cancellation), each
 // summed in the four lanes of a float4 (four chains of adds, not one), then the rest.
@@ -274,39 +280,41 @@ kernel void layer_norm_backward(global const float *dy, global const float *gamm
         layer_norm_params_grad(dy, xhat, dgamma, dbeta, 4 * (id - rows), rows, c);
 }
 
-// One work-item per element: the exact GELU y = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 and
-// its derivative slope = Phi(x) + x phi(x), kept for the backward pass (erf and phi share
-// one exp). erf(v) by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7, float32's own
-// rounding): PoCL's built-in erf is not vectorised and is much slower (python -m
+// One work-item per VW elements (a vector; lanes past count are left alone): the exact GELU
+// y = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 and its derivative slope = Phi(x) + x phi(x),
+// kept for the backward pass (erf and phi share one exp). erf(v) by Abramowitz & Stegun
+// 7.1.26 (|error| < 1.5e-7, float32's own rounding): PoCL's built-in erf is not vectorised
+// and is much slower, and PoCL 3.0 does not vectorise scalar work-items at all (python -m
 // nnlib.bench.catch --compare profiles the step).
 // erf_with(v, e) takes e = exp(-v^2) from its caller, who needs it too.
-inline float erf_with(float v, float e)
+inline floatv erf_with(floatv v, floatv e)
 {
-    float a = fabs(v), t = 1.0f / (1.0f + 0.3275911f * a);
-    float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f
-              + t * (-1.453152027f + t * 1.061405429f))));
+    floatv a = fabs(v), t = 1.0f / (1.0f + 0.3275911f * a);
+    floatv p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f
+               + t * (-1.453152027f + t * 1.061405429f))));
     return copysign(1.0f - p * e, v);
 }
 
 kernel void gelu_forward(global const float *x, global float *y, global float *slope,
                          int count)
 {
-    int i = get_global_id(0);
-    if (i >= count)
+    int first = get_global_id(0) * VW;
+    if (first >= count)
         return;
-    float v = x[i], u = v * M_SQRT1_2_F, e = exp(-u * u);  // e = exp(-x^2 / 2)
-    float erf_u = erf_with(u, e), pdf = e * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
-    y[i] = 0.5f * v * (1.0f + erf_u);
-    slope[i] = 0.5f * (1.0f + erf_u) + v * pdf;
+    floatv v = load_v(x, first, count), u = v * M_SQRT1_2_F;
+    floatv e = exp(-u * u);  // exp(-x^2 / 2)
+    floatv erf_u = erf_with(u, e), pdf = e * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
+    store_v(0.5f * v * (1.0f + erf_u), y, first, count);
+    store_v(0.5f * (1.0f + erf_u) + v * pdf, slope, first, count);
 }
 
-// One work-item per element: dx = dy * slope (the derivative gelu_forward kept).
+// One work-item per VW elements: dx = dy * slope (the derivative gelu_forward kept).
 kernel void gelu_backward(global const float *slope, global const float *dy, global float *dx,
                           int count)
 {
-    int i = get_global_id(0);
-    if (i < count)
-        dx[i] = dy[i] * slope[i];
+    int first = get_global_id(0) * VW;
+    if (first < count)
+        store_v(load_v(dy, first, count) * load_v(slope, first, count), dx, first, count);
 }
 
 // ---------------------------------------------------------------- reconstruction

@@ -116,9 +116,6 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #ifndef TN_ORDER
 #define TN_ORDER 0
 #endif
-#ifndef VLOAD
-#define VLOAD 1
-#endif
 #ifndef FMA
 #define FMA 0
 #endif
@@ -129,13 +126,6 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #include "activation_vector.h"
 #if VW < 4
 #error "VW must be 4, 8 or 16"
-#endif
-#if VLOAD
-#define LOADV(p) vloadv(0, p)
-#define STOREV(x, p) vstorev(x, 0, p)
-#else
-#define LOADV(p) LOAD_BY_HAND(p)
-#define STOREV(x, p) STORE_BY_HAND(x, p)
 #endif
 #if FMA
 #define MAD(a, b, c) fma(a, b, c)

@@ -7,7 +7,11 @@
 // lane by lane at constant indices: a private array indexed at run time (a union of the
 // vector and a float[VW]) made Intel's compiler, which vectorises across work-items, run the
 // whole kernel several times slower. Included (`#include "floatv.h"`) after the file has
-// settled VW. sum_lanes4 sums four vectors' lanes.
+// settled VW (and VLOAD, 1 unless set). LOADV(p) / STOREV(x, p): the VW floats at p by
+// vloadN / vstoreN (VLOAD 1) or one at a time (VLOAD 0: compilers that call vloadN rather
+// than inline it); load_v / store_v: the same at p + first of a global tensor of n floats,
+// its tail (lanes at or past n) by LOAD_UPTO / STORE_UPTO. sum_lanes4 sums four vectors'
+// lanes.
 #ifndef FLOATV_H
 #define FLOATV_H
 #define LOAD_UPTO1_(p, m) ((m) > 0 ? (p)[0] : 0.0f)
@@ -67,6 +71,33 @@ typedef FLOATV_CAT(float, VW) floatv;
 #define STORE_UPTO(x, p, m) STORE_UPTO2_(x, p, m)
 #endif
 #endif
+
+#ifndef VLOAD
+#define VLOAD 1
+#endif
+#if VW == 1 || !VLOAD
+#define LOADV(p) LOAD_BY_HAND(p)
+#define STOREV(x, p) STORE_BY_HAND(x, p)
+#else
+#define LOADV(p) vloadv(0, p)
+#define STOREV(x, p) vstorev(x, 0, p)
+#endif
+
+// Elements first .. first + VW - 1 of p; those at or past n read as 0 (the tail of a tensor
+// whose size is not a multiple of VW).
+floatv load_v(global const float *p, int first, int n)
+{
+    return first + VW <= n ? LOADV(p + first) : LOAD_UPTO(p + first, n - first);
+}
+
+// Stores the lanes of x that fall before n at p[first ...].
+void store_v(floatv x, global float *p, int first, int n)
+{
+    if (first + VW <= n)
+        STOREV(x, p + first);
+    else
+        STORE_UPTO(x, p + first, n - first);
+}
 
 // (sum of a's lanes, b's, c's, d's): halves of the four vectors are added pairwise, so that
 // every addition works on full vectors.

@@ -21,42 +21,15 @@
 #ifndef VW
 #define VW 1
 #endif
-#ifndef VLOAD
-#define VLOAD 1
-#endif
 #include "floatv.h"
 #if VW == 1
-#define LOADV(p) (*(p))
-#define STOREV(x, p) (*(p) = (x))
 #define ANY(c) (c)
-#elif VLOAD
-#define LOADV(p) vloadv(0, p)
-#define STOREV(x, p) vstorev(x, 0, p)
-#define ANY(c) any(c)
-#else  // one float at a time; the compiler keeps them in registers
-#define LOADV(p) LOAD_BY_HAND(p)
-#define STOREV(x, p) STORE_BY_HAND(x, p)
+#else
 #define ANY(c) any(c)
 #endif
-
-// Elements first .. first + VW - 1 of p; those at or past n read as 0 (the tail of a tensor
-// whose size is not a multiple of VW).
-floatv load_v(global const float *p, int first, int n)
-{
-    return first + VW <= n ? LOADV(p + first) : LOAD_UPTO(p + first, n - first);
-}
 
 // a / d where d > 0, else 0 (lane by lane for vectors).
 #define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
-
-// Stores the lanes of x that fall before n at p[first ...].
-void store_v(floatv x, global float *p, int first, int n)
-{
-    if (first + VW <= n)
-        STOREV(x, p + first);
-    else
-        STORE_UPTO(x, p + first, n - first);
-}
 
 // One work-item per VW gradient elements: flag the step in skip if any is NaN or infinite
 // (atomics only on a bad element, so the scan runs at memory speed); work-item 0 also moves

@@ -1,6 +1,6 @@
 """Every kernel once under Oclgrind: out-of-bounds accesses, races and divergence fail. The
-dense, optimizer and FFT kernels run under the GPU profile's limits and at vector widths 1, 4,
-8 and 16 (the code paths of a GPU and of CPUs with SSE, AVX2 and AVX-512)."""
+dense, optimizer, FFT and GELU kernels run under the GPU profile's limits and at vector
+widths 1, 4, 8 and 16 (the code paths of a GPU and of CPUs with SSE, AVX2 and AVX-512)."""
 
 import os
 import re
@@ -14,7 +14,7 @@ import nnlib
 
 SCRIPTS = sorted((Path(__file__).parent / "oclgrind").glob("[!_]*.py"))
 CONFIGS = ("gpu", "vw1", "vw4", "vw8", "vw16")
-PER_CONFIG = ("dense", "optim", "fft")
+PER_CONFIG = ("dense", "optim", "fft", "gelu")
 CASES = [(s, c) for s in SCRIPTS for c in (CONFIGS if s.stem in PER_CONFIG else ("device",))]
 REPORT = re.compile(r"Invalid (read|write)|data race|divergence|Oclgrind - |error", re.I)
 

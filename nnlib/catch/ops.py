@@ -13,16 +13,24 @@ import numpy as np
 from .. import fft
 from ..layers.base import Layer, positive_int
 from ..parameter import Parameter
-from ..sizes import ceil_div
+from ..sizes import ceil_div, vector_width
 
 i32, f32 = np.int32, np.float32
 
 
+def elementwise_width(rt) -> int:
+    """Floats per work-item of catch.cl's elementwise kernels (the VW of kernels/floatv.h):
+    the device's vector width for kernels written with explicit vectors (1 on GPUs)."""
+    return vector_width(rt.limits.explicit_vector_width)
+
+
 def launcher(rt, topic: str, name: str):
     """The launcher of CATCH's kernel ``name`` of kernels/<topic>.cl (catch or attention),
-    built with VLOAD 0 where the device's compiler leaves vload4/vstore4 as calls
-    (``Limits.inlines_vector_loads``, kernels/dot4.h)."""
-    return rt.launcher(topic, name, () if rt.limits.inlines_vector_loads else ("-DVLOAD=0",))
+    built with :func:`elementwise_width` as VW, and VLOAD 0 where the device's compiler
+    leaves vloadN/vstoreN as calls (``Limits.inlines_vector_loads``, kernels/dot4.h)."""
+    options = (f"-DVW={elementwise_width(rt)}",)
+    return rt.launcher(topic, name, options if rt.limits.inlines_vector_loads
+                       else options + ("-DVLOAD=0",))
 
 
 class LayerNorm(Layer):
@@ -104,8 +112,9 @@ class GELU(Layer):
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
         y, slope = self.runtime.empty(x.shape), self.runtime.empty(x.shape)
-        launcher(self.runtime, "catch", "gelu_forward")((x.size,), None, x.data, y.data,
-                            slope.data, i32(x.size))
+        per_item = elementwise_width(self.runtime)
+        launcher(self.runtime, "catch", "gelu_forward")((ceil_div(x.size, per_item),), None,
+                                                        x.data, y.data, slope.data, i32(x.size))
         self.save_for_backward(slope)
         return y
 
@@ -113,8 +122,10 @@ class GELU(Layer):
         (slope,) = self.saved()
         grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=slope.shape)
         dx = self.runtime.empty(grad_out.shape)
-        launcher(self.runtime, "catch", "gelu_backward")((dx.size,), None, slope.data,
-                            grad_out.data, dx.data, i32(dx.size))
+        per_item = elementwise_width(self.runtime)
+        launcher(self.runtime, "catch", "gelu_backward")((ceil_div(dx.size, per_item),), None,
+                                                         slope.data, grad_out.data, dx.data,
+                                                         i32(dx.size))
         return dx
 
 
