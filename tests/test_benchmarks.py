@@ -138,3 +138,38 @@ def test_the_epoch_benchmark_times_the_second_of_two_epochs(monkeypatch):
                                    "y": clock.run(log, "y", 0.001)}, 10, 20, 3)
     assert log == ["x", "x", "y", "y"] * 3
     assert got == pytest.approx({"x": 2 * 0.002, "y": 2 * 0.001})
+
+
+def test_the_catch_comparison_alternates_the_codes(monkeypatch):
+    """catch_speed.alternating_s: each round runs every code once, in turns, each turn after
+    the threads have settled."""
+    from nnlib.bench import catch_speed
+    log = []
+    monkeypatch.setattr(catch_speed, "settle", lambda: log.append("settle"))
+
+    def epoch(name, seconds):
+        def run():
+            log.append(name)
+            return seconds
+        return run
+    got = catch_speed.alternating_s({"nnlib": epoch("nnlib", 1.0),
+                                     "official": epoch("official", 2.0)}, 3)
+    assert log == ["settle", "nnlib", "settle", "official"] * 3
+    assert got == {"nnlib": [1.0] * 3, "official": [2.0] * 3}
+
+
+@pytest.mark.slow
+def test_the_catch_comparison_runs_nnlib_alone_without_a_checkout():
+    from nnlib.bench import catch
+    rows = catch.main(["--compare", "official", "--sizes", "nnlib", "--batches", "1",
+                       "--rounds", "2"])
+    assert [(r["sizes"], r["rounds"], "official_s" in r) for r in rows] == [("nnlib", 2, False)]
+    assert rows[0]["nnlib_s"] > 0 and "gemm_nt" in rows[0]["top_kernels"]
+    assert saved("catch_speed")["rows"] == json.loads(json.dumps(rows))
+
+
+def test_the_catch_comparison_needs_a_round(capsys):
+    from nnlib.bench import catch
+    with pytest.raises(SystemExit):
+        catch.main(["--compare", "official", "--rounds", "0"])
+    assert "--rounds must be at least 1, got 0" in capsys.readouterr().err

@@ -51,8 +51,10 @@ RUNS = {
                         ["--samples", "2000", "--batch", "64", "--epochs", "3"]),
     "complex": ("complex", bench_complex.main, ["--quick", "--repeat", "1"], ["--repeat", "7"]),
     "catch_speed": ("catch", catch.main,
-                    [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "1", "--threads", "2"],
-                    [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "10", "--threads", "2"]),
+                    [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "1", "--threads", "2",
+                     "--rounds", "1"],
+                    [*CATCH_OFFICIAL, "--sizes", "nnlib", "--batches", "10", "--threads", "2",
+                     "--rounds", "5"]),
     "launch": ("launch", launch.main, ["--count", "3", "--repeat", "1", "--sizes", "64"],
                ["--count", "200", "--repeat", "7"]),
 }

@@ -15,8 +15,9 @@ deviations) and the baselines; the AUC-ROC and AUC-PR tables (build/bench/catch_
 deviations at several mask learning rates (build/bench/catch_masks.json).
 --compare official: seconds per training epoch of nnlib's CATCH and of the official
 PyTorch model (its model files under DIR, a checkout of decisionintelligence/CATCH that
-the reader fetches; never vendored; needs einops) on the same windows, at equal sizes; nnlib alone
-without DIR (build/bench/catch_speed.json).
+the reader fetches; never vendored; needs einops) on the same windows, at equal sizes, the
+median of --rounds epochs of each taken in turns; nnlib alone without DIR
+(build/bench/catch_speed.json).
 
 Used in notebooks/07_catch.
 """
@@ -92,7 +93,11 @@ def main(argv=None):
                         help="model sizes of --compare")
     parser.add_argument("--batches", type=int, default=10, help="batches per --compare epoch")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of --compare")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating epochs of each code in --compare (the median is kept)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     epochs = 1 if args.quick else args.epochs
     if args.evaluate:
         return wide_evaluation(args, epochs)

@@ -4,9 +4,11 @@ nnlib's device time per kernel from OpenCL profiling events (build/bench/catch_s
 
 An epoch here is ``--batches`` batches of the same windows for both (the official loop:
 zero_grad, the mask generator's Adam step every max(1, batches // 10) batches, forward,
-MSE + dc_lambda dc + auxi_lambda frequency loss, backward, Adam step). The official model
-files are imported from the reader's checkout (``--official-path``) without running its
-package __init__ files, which pull in the whole benchmark; they are never copied here.
+MSE + dc_lambda dc + auxi_lambda frequency loss, backward, Adam step), after one untimed
+batch; the two codes take turns for ``--rounds`` rounds and each figure is the median. The
+official model files are imported from the reader's checkout (``--official-path``) without
+running its package __init__ files, which pull in the whole benchmark; they are never
+copied here.
 
 Used in notebooks/07_catch.
 """
@@ -25,7 +27,7 @@ from nnlib.catch import CATCH
 from nnlib.catch.detector import sliding_windows
 from nnlib.data import anomaly_dataset
 
-from .common import environment, set_pocl_threads, write_json
+from .common import environment, set_pocl_threads, settle, write_json
 from .profile_step import recording
 
 # The official defaults (DEFAULT_TRANSFORMER_BASED_HYPER_PARAMS) of the sizes both share:
@@ -66,8 +68,10 @@ def official_config(n_channels, sizes):
         inference_patch_stride=1)
 
 
-def official_epoch_s(path, windows, sizes, batches, threads, lr=1e-4, mask_lr=1e-5):
-    """Seconds of one epoch of the official training loop on ``windows`` (B, N, T)."""
+def official_epoch(path, windows, sizes, batches, threads, lr=1e-4, mask_lr=1e-5):
+    """(epoch, parameter count) of the official model on ``windows`` (B, N, T): ``epoch()``
+    runs one untimed step, then one timed epoch of the official training loop, and returns
+    its seconds."""
     import torch
 
     torch.set_num_threads(threads)
@@ -94,27 +98,45 @@ def official_epoch_s(path, windows, sizes, batches, threads, lr=1e-4, mask_lr=1e
         loss.backward()
         main.step()
 
-    step(0, data[:size])  # warm
-    start = time.perf_counter()
-    for i in range(batches):
-        step(i, data[i * size:(i + 1) * size])
-    return time.perf_counter() - start, sum(p.numel() for p in model.parameters())
+    def epoch():
+        step(0, data[:size])  # warm
+        start = time.perf_counter()
+        for i in range(batches):
+            step(i, data[i * size:(i + 1) * size])
+        return time.perf_counter() - start
+    return epoch, sum(p.numel() for p in model.parameters())
 
 
 def nnlib_model(n_channels, sizes):
     return CATCH(n_channels, seed=0, **sizes)
 
 
-def nnlib_epoch_s(windows, sizes, batches):
-    """Seconds of one epoch of nnlib's CATCH (the official loop, see the docstring)."""
+def nnlib_epoch(windows, sizes, batches):
+    """(epoch, parameter count) of nnlib's CATCH: ``epoch()`` runs one untimed batch, then
+    one timed epoch (the official loop, see the docstring), and returns its seconds."""
     model = nnlib_model(windows.shape[1], sizes)
     main, mask = model._optimizers()
     rng = np.random.default_rng(0)
     size = sizes["batch_size"]
-    model._train_epoch(windows[:size], main, mask, 1, rng)  # warm: programs built
-    start = time.perf_counter()
-    model._train_epoch(windows[:batches * size], main, mask, max(1, batches // 10), rng)
-    return time.perf_counter() - start, model.parameter_count()
+
+    def epoch():
+        model._train_epoch(windows[:size], main, mask, 1, rng)  # warm (first: programs built)
+        start = time.perf_counter()
+        model._train_epoch(windows[:batches * size], main, mask, max(1, batches // 10), rng)
+        return time.perf_counter() - start
+    return epoch, model.parameter_count()
+
+
+def alternating_s(epochs: dict, rounds: int) -> dict:
+    """{name: [seconds of each round]} of ``epochs[name]()``, the codes taking turns in each
+    round (a burst of load slows both rather than one), each turn after the other's threads
+    have gone idle (:func:`~nnlib.bench.common.settle`)."""
+    times = {name: [] for name in epochs}
+    for _ in range(rounds):
+        for name, epoch in epochs.items():
+            settle()
+            times[name].append(epoch())
+    return times
 
 
 def kernel_profile(windows, sizes, steps: int = 3) -> dict:
@@ -147,20 +169,27 @@ def speed(args):
         data = anomaly_dataset("shapelet", batches * sizes["batch_size"] + sizes["window"], 200)
         x = (data["train"] - data["train"].mean(0)) / data["train"].std(0)
         windows = sliding_windows(x, np.arange(batches * sizes["batch_size"]), sizes["window"])
-        seconds, params = nnlib_epoch_s(windows, sizes, batches)
-        row = {"sizes": label, "batches": batches, "batch_size": sizes["batch_size"],
-               "parameters": params, "nnlib_s": seconds}
+        epochs, params = {}, {}
+        epochs["nnlib"], params["nnlib"] = nnlib_epoch(windows, sizes, batches)
         if args.official_path:
-            row["official_s"], row["official_parameters"] = official_epoch_s(
+            epochs["official"], params["official"] = official_epoch(
                 args.official_path, windows, sizes, batches, args.threads)
-            row["ratio"] = row["official_s"] / seconds
+        times = alternating_s(epochs, args.rounds)
+        row = {"sizes": label, "batches": batches, "batch_size": sizes["batch_size"],
+               "rounds": args.rounds, "parameters": params["nnlib"],
+               "nnlib_s": float(np.median(times["nnlib"]))}
+        if args.official_path:
+            row["official_s"] = float(np.median(times["official"]))
+            row["official_parameters"] = params["official"]
+            row["ratio"] = row["official_s"] / row["nnlib_s"]
         profile = kernel_profile(windows, sizes)
         row["top_kernels"] = dict(list(profile.items())[:8])
         rows.append(row)
         ratio = f", official {row['official_s']:.2f} s, official / nnlib " \
                 f"{row['ratio']:.2f}x" if "ratio" in row else " (no --official-path)"
-        print(f"{label} sizes, {params} parameters, {batches} batches of "
-              f"{sizes['batch_size']}: nnlib {seconds:.2f} s{ratio}")
+        print(f"{label} sizes, {params['nnlib']} parameters, {batches} batches of "
+              f"{sizes['batch_size']}, median of {args.rounds} alternating rounds: nnlib "
+              f"{row['nnlib_s']:.2f} s{ratio}")
         total = sum(ms for _, ms in profile.values())
         for name, (count, ms) in list(profile.items())[:8]:
             print(f"  {name:34s} x{count:5.0f} {ms:9.2f} ms/step ({100 * ms / total:4.1f} %)")
