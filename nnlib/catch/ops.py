@@ -33,6 +33,13 @@ def launcher(rt, topic: str, name: str):
                        else options + ("-DVLOAD=0",))
 
 
+def elementwise(rt, name: str, count: int, *args) -> None:
+    """catch.cl's elementwise kernel ``name`` over ``count`` floats, :func:`elementwise_width`
+    of them per work-item; ``args`` come before the count."""
+    launcher(rt, "catch", name)((ceil_div(count, elementwise_width(rt)),), None, *args,
+                                i32(count))
+
+
 class LayerNorm(Layer):
     """Layer normalisation over the last axis (eps 1e-5), gamma = 1 and beta = 0 at first."""
 
@@ -112,9 +119,7 @@ class GELU(Layer):
     def forward(self, x):
         x = self.runtime.to_device(x, "GELU input")
         y, slope = self.runtime.empty(x.shape), self.runtime.empty(x.shape)
-        per_item = elementwise_width(self.runtime)
-        launcher(self.runtime, "catch", "gelu_forward")((ceil_div(x.size, per_item),), None,
-                                                        x.data, y.data, slope.data, i32(x.size))
+        elementwise(self.runtime, "gelu_forward", x.size, x.data, y.data, slope.data)
         self.save_for_backward(slope)
         return y
 
@@ -122,10 +127,7 @@ class GELU(Layer):
         (slope,) = self.saved()
         grad_out = self.runtime.to_device(grad_out, "GELU grad_out", shape=slope.shape)
         dx = self.runtime.empty(grad_out.shape)
-        per_item = elementwise_width(self.runtime)
-        launcher(self.runtime, "catch", "gelu_backward")((ceil_div(dx.size, per_item),), None,
-                                                         slope.data, grad_out.data, dx.data,
-                                                         i32(dx.size))
+        elementwise(self.runtime, "gelu_backward", dx.size, slope.data, grad_out.data, dx.data)
         return dx
 
 
