@@ -117,10 +117,11 @@ def can_compile(device: cl.Device) -> bool:
 
 
 def kernel_names(program: cl.Program) -> str:
-    """The names of a built program's kernels, "" where it has none (Intel's runtime answers
-    INVALID_PROGRAM_EXECUTABLE when asked for the kernels of a program that has none)."""
+    """The names of a built program's kernels, "" where it has none. Their number is asked
+    first: for a program with no kernels, Intel's runtime answers INVALID_PROGRAM_EXECUTABLE
+    to the names and NVIDIA's driver (580) crashes the process."""
     try:
-        return program.kernel_names
+        return program.kernel_names if program.num_kernels else ""
     except cl.LogicError:
         return ""
 

@@ -37,7 +37,8 @@ from .opencl_devices import (  # noqa: F401  (public here since before the split
     Limits, NoPlatformError, all_devices, can_compile, device_limits, devices, find_device,
     is_simulator, kernel_names, max_work_group_from_env, platforms, profile_from_env)
 from .launcher import Launcher
-from .sources import kernel_dir, kernel_path, program_source, shown_path, source  # noqa: F401
+from .sources import (kernel_dir, kernel_path, name_lines, program_source,  # noqa: F401
+                      shown_path, source)
 
 
 class KernelBuildError(RuntimeError):
@@ -121,12 +122,12 @@ class Runtime:
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise self._build_error(topic, folder, "failed to build",
-                                        f"{err}{hint}") from None
+                                        name_lines(f"{err}{hint}", src)) from None
             if not kernel_names(prg) and self.signatures(topic, folder):
                 # PoCL 3.0 returns such a program from its cache for code it miscompiled
+                log = prg.get_build_info(self.device, cl.program_build_info.LOG)
                 raise self._build_error(topic, folder, "built into a program with no kernels",
-                                        prg.get_build_info(self.device,
-                                                           cl.program_build_info.LOG))
+                                        name_lines(log, src))
             self._programs[key] = prg
             while len(self._programs) > MAX_PROGRAMS:
                 self._programs.popitem(last=False)

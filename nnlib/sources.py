@@ -22,6 +22,9 @@ def kernel_dir() -> Path:
 
 _REQUIRES = re.compile(r"^//\s*requires:\s*(\w+)\.cl\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r'^#include "(\w+)\.h"\s*$', re.MULTILINE)
+_LINE = re.compile(r'^#line (\d+) "([^"]*)"\s*$')
+# How a compiler that ignores #line names the program text it was given: NVIDIA's "<kernel>"
+_UNNAMED = re.compile(r"<kernel>:(\d+)(?=:)")
 
 
 def kernel_path(topic: str, folder=None, suffix: str = ".cl") -> Path:
@@ -117,3 +120,31 @@ def program_source(topic: str, folder=None) -> str:
     add(topic)
     return "\n".join(parts)
 
+
+
+def line_origins(source: str) -> list:
+    """(file, line) of each line of a program text, from its ``#line`` directives: entry
+    ``i`` is where line ``i + 1`` of ``source`` comes from."""
+    origins, name, line = [], "<source>", 1
+    for text in source.split("\n"):
+        origins.append((name, line))
+        directive = _LINE.match(text)
+        if directive:
+            line, name = int(directive.group(1)), directive.group(2)
+        else:
+            line += 1
+    return origins
+
+
+def name_lines(log: str, source: str) -> str:
+    """A build log of ``source`` with each line number that counts lines of the whole program
+    text (NVIDIA's compiler ignores ``#line``: ``<kernel>:3:41``) replaced by the file and
+    line it comes from (``kernels/dense.cl:2:41``)."""
+    origins = line_origins(source)
+
+    def named(match):
+        index = int(match.group(1)) - 1
+        if not 0 <= index < len(origins):
+            return match.group(0)
+        return "{}:{}".format(*origins[index])
+    return _UNNAMED.sub(named, log)

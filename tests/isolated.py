@@ -15,13 +15,22 @@ ROOT = Path(__file__).resolve().parent.parent
 EXIT = "\nimport os, sys\nsys.stdout.flush()\nsys.stderr.flush()\nos._exit(0)\n"
 
 
+def child_env(base=None, **settings) -> dict:
+    """The environment of a child Python: ``base`` (default ``os.environ``) and ``settings``,
+    with this repository's nnlib first on PYTHONPATH and the caller's path after it (where a
+    machine keeps packages there)."""
+    env = {**(os.environ if base is None else base), **settings}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
 def run_isolated(code: str, timeout: float = 300, args=()) -> str:
     """Run ``code`` (dedented) with this repository's nnlib first on the path; return its
     stdout. Fails with the exit status (a negative one names the signal) and stderr."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     run = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + EXIT, *map(str, args)],
-                         capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+                         capture_output=True, text=True, timeout=timeout, env=child_env(),
+                         cwd=ROOT)
     assert run.returncode == 0, (
         f"exit status {run.returncode}\n--- stdout\n{run.stdout[-3000:]}\n"
         f"--- stderr\n{run.stderr[-3000:]}")

@@ -5,20 +5,18 @@ JupyterLab, started here on 127.0.0.1, running notebook 00 to the end and showin
 panel stored in notebook 04 before anything has run. Screenshots go to build/browser/."""
 
 import json
-import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from .isolated import ROOT, child_env
 from .tools import load_tool
 
-ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "build" / "browser"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -142,10 +140,9 @@ def lab(tmp_path_factory):
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     port = free_port()
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_DATA_DIR=str(home / "data"))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env = child_env(JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+                    JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+                    JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_DATA_DIR=str(home / "data"))
     # Lab draws widget views only in trusted notebooks (`make lab` trusts them the same way)
     subprocess.run([sys.executable, "-m", "jupyter", "trust",
                     *map(str, (home / "notebooks").glob("*.ipynb"))],

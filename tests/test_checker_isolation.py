@@ -120,6 +120,25 @@ def test_a_huge_local_array_is_named(tmp_path):
         verdict.report
 
 
+def test_local_memory_refused_at_build_is_named(tmp_path, monkeypatch):
+    # NVIDIA's compiler refuses such a kernel at build, where PoCL builds it and the check
+    # reads its local memory size
+    from nnlib import runtime
+    from nnlib.exercises.harness import student_kernel
+    from nnlib.exercises.verdicts import NotYet
+
+    (tmp_path / "vector.cl").write_text((kernel_dir() / "vector.cl").read_text())
+    log = ("ptxas error   : Entry function 'vector_add' uses too much shared data "
+           "(0x10000004 bytes, 0x38c00 max)")
+
+    def nvidia_build(self, topic, options=(), folder=None):
+        raise runtime.KernelBuildError(f"kernels/vector.cl failed to build. Build log:\n{log}")
+    monkeypatch.setattr(runtime.Runtime, "program", nvidia_build)
+    with pytest.raises(NotYet, match="vector_add asks for 268435460 bytes of local memory; "
+                                     "this device has"):
+        student_kernel(tmp_path, "vector", "vector_add", ("a", "b", "out", "n"))
+
+
 def _run(script: str, *args, timeout=180):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)

@@ -19,7 +19,7 @@ from nnlib.catch import CATCH, TINY
 from nnlib.checkpoint import CheckpointError, read_npz, save_npz
 from nnlib.registry import LAYERS, OPTIMIZERS
 
-from .isolated import ROOT, run_isolated
+from .isolated import child_env, run_isolated
 
 
 
@@ -332,7 +332,7 @@ while True:
 @pytest.mark.slow
 def test_kill_during_save_leaves_a_loadable_file_and_the_next_save_cleans_up(tmp_path):
     path = tmp_path / "run.npz"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     rng = np.random.default_rng(0)
     for trial in range(4):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], env=env,

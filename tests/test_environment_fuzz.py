@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from nnlib import environment
 from nnlib.environment import EnvironmentSettingError
 
-from .isolated import ROOT, run_isolated
+from .isolated import ROOT, child_env, run_isolated
 
 
 def pocl_threads_ok(text: str) -> bool:
@@ -72,7 +72,7 @@ def _first_layer_call(env: dict, limit_fsize: int | None = None) -> subprocess.C
               "    sys.stderr.write(f'REFUSED {err}'); sys.stderr.flush()\n")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=ROOT,
-                          env={**env, "PYTHONPATH": str(ROOT), "NNLIB_TUNE": "0"})
+                          env=child_env(env, NNLIB_TUNE="0"))
 
 
 @pytest.mark.parametrize("value", ["-1", "12345678901234567890", "100000"])

@@ -11,7 +11,7 @@ import pytest
 from nnlib import environment
 from nnlib.environment import EnvironmentSettingError
 
-from .isolated import ROOT
+from .isolated import ROOT, child_env
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"),
                                 reason="PoCL pins threads on Linux only")
@@ -59,8 +59,8 @@ def test_a_pin_that_made_pocl_abort_is_refused_before_it_starts():
             "    nnlib.Dense(3, 2).forward(np.ones((1, 3))).get()\n"
             "except nnlib.EnvironmentSettingError as err:\n"
             "    sys.stderr.write(f'REFUSED {err}')\n")
-    env = {**os.environ, "POCL_AFFINITY": "1", "POCL_MAX_PTHREAD_COUNT": str(os.cpu_count() + 2),
-           "PYTHONPATH": str(ROOT), "NNLIB_TUNE": "0"}
+    env = child_env(POCL_AFFINITY="1", POCL_MAX_PTHREAD_COUNT=str(os.cpu_count() + 2),
+                    NNLIB_TUNE="0")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=ROOT, env=env)
     assert run.returncode == 0 and "REFUSED POCL_AFFINITY" in run.stderr, run.stderr

@@ -55,6 +55,27 @@ def test_build_error_carries_file_line_and_log(monkeypatch, tmp_path, rt):
         runtime.Runtime(rt.device).program("broken")
 
 
+def test_a_log_that_counts_lines_of_the_whole_text_names_file_and_line(monkeypatch, tmp_path):
+    # NVIDIA's compiler ignores #line: it numbers the lines of the text it was given
+    (tmp_path / "base.cl").write_text("// one\n// two\n")
+    (tmp_path / "part.h").write_text("#define TWICE(x) (2 * (x))\n")
+    (tmp_path / "broken.cl").write_text('// requires: base.cl\n#include "part.h"\n'
+                                        "kernel void f(global float *a) { a[0] = ; }\n")
+    monkeypatch.setattr(sources, "kernel_dir", lambda: tmp_path)
+    text = runtime.program_source("broken").split("\n")
+    bad = next(i for i, line in enumerate(text, 1) if "a[0] = ;" in line)
+    define = next(i for i, line in enumerate(text, 1) if "TWICE" in line)
+    log = f"<kernel>:{bad}:41: error: expected expression\n<kernel>:{define}:9: note: here"
+    assert sources.name_lines(log, "\n".join(text)) == (
+        "kernels/broken.cl:3:41: error: expected expression\nkernels/part.h:1:9: note: here")
+
+    def nvidia_build(self, options=None, devices=None):
+        raise cl.RuntimeError(log)
+    monkeypatch.setattr(cl.Program, "build", nvidia_build)
+    with pytest.raises(nnlib.KernelBuildError, match="kernels/broken.cl:3:41: error"):
+        runtime.Runtime(nnlib.get_runtime().device).program("broken")
+
+
 def test_a_program_without_its_kernels_is_a_build_error(monkeypatch, tmp_path, rt):
     # what PoCL 3.0 returns from its cache for code it miscompiled: a program with no kernels
     (tmp_path / "hidden.cl").write_text("#if 0\nkernel void f(global float *a) { }\n#endif\n")

@@ -5,11 +5,9 @@ and every kernel family still matches its numpy reference under that cap."""
 
 import json
 import math
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pyopencl.array as cla
@@ -23,8 +21,8 @@ from nnlib.signatures import parse
 from nnlib.sources import kernel_dir, program_source
 
 from . import work_group_cap
+from .isolated import ROOT, child_env
 
-ROOT = Path(__file__).resolve().parent.parent
 CAP = 64
 
 
@@ -175,9 +173,7 @@ def test_every_kernel_family_under_a_cap_of_64_work_items(tmp_path):
     kernels/ runs in them (but NOT_LAUNCHED), and no launch ran a work-group above 64, left
     one to the driver, or went through pyopencl's own kernels."""
     log = tmp_path / "launches.json"
-    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = {**os.environ, "NNLIB_MAX_WORK_GROUP": str(CAP), work_group_cap.LOG: str(log),
-           "PYTHONPATH": path}
+    env = child_env(NNLIB_MAX_WORK_GROUP=str(CAP), **{work_group_cap.LOG: str(log)})
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:xdist", "-p",
                           "no:cacheprovider", "-p", "tests.work_group_cap", *_kernel_tests()],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=880,

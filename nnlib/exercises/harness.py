@@ -6,6 +6,7 @@ the student's Python functions called with their errors reported."""
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -32,6 +33,10 @@ def student_kernel(folder, topic: str, name: str, params: tuple, options: tuple 
     try:
         program = rt.program(topic, options, folder=path.parent)
     except KernelBuildError as err:
+        too_much = _TOO_MUCH_LOCAL.search(str(err))
+        if too_much:  # NVIDIA refuses at build what PoCL refuses at launch
+            raise NotYet(too_much_local(too_much.group(1), int(too_much.group(2), 16),
+                                        rt.device.local_mem_size)) from None
         raise NotYet(f"{topic}.cl does not build. The compiler says:\n" + build_errors(str(err)))
     if name not in program.get_info(cl.program_info.KERNEL_NAMES).split(";"):
         raise NotYet(f"{path} has no kernel named {name}")
@@ -43,9 +48,18 @@ def student_kernel(folder, topic: str, name: str, params: tuple, options: tuple 
     local = launcher.kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
                                                 rt.device)
     if local > rt.device.local_mem_size:
-        raise NotYet(f"{name} asks for {local} bytes of local memory; this device has "
-                     f"{rt.device.local_mem_size} per work-group: make its local arrays smaller")
+        raise NotYet(too_much_local(name, local, rt.device.local_mem_size))
     return launcher
+
+
+# NVIDIA's build log for a kernel whose local arrays exceed the device's local memory
+_TOO_MUCH_LOCAL = re.compile(r"Entry function '(\w+)' uses too much shared data "
+                             r"\((0x[0-9a-fA-F]+) bytes")
+
+
+def too_much_local(name: str, asked: int, has: int) -> str:
+    return (f"{name} asks for {asked} bytes of local memory; this device has {has} per "
+            "work-group: make its local arrays smaller")
 
 
 def build_errors(log: str) -> str:
