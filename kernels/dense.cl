@@ -154,6 +154,16 @@ inline float4 softmax4(float4 z, int n)
     return vload4(0, v) / s;
 }
 
+// gemm_tn's split of k (both designs): dimension 2 of the launch cuts k into
+// get_num_groups(2) slices (1: all of k); the work-group's slice is [x, y). Each slice
+// writes its own partial C (and d), which a tn_sum_splits kernel adds up.
+inline int2 k_slice(int nk)
+{
+    int chunk = (nk + (int)get_num_groups(2) - 1) / (int)get_num_groups(2);
+    int begin = min(nk, (int)get_group_id(2) * chunk);
+    return (int2)(begin, min(nk, begin + chunk));
+}
+
 #if !TN_LANES
 // C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major; softmax
 // (act ACT_SOFTMAX) only where nj <= NT_J (wider rows: softmax_rows afterwards).
@@ -263,6 +273,10 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
     if (r0 >= nrows)
         return;
 #endif
+    int2 ks = k_slice(nk);
+    c += (size_t)get_group_id(2) * nrows * ncols;  // the slice's partial C (and d)
+    if (d != 0)
+        d += get_group_id(2) * nrows;
     size_t rows[TN_R];  // offsets of P's columns, clamped for loading
     #pragma unroll
     for (int r = 0; r < TN_R; ++r)
@@ -279,8 +293,8 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
     // often a power-of-two apart, which maps them all to the same few cache sets), and
     // every work-item reads it from there. Work-items past the last row only help copy.
     int lid = get_local_id(0), lsize = get_local_size(0), width = min(TN_COLS, ncols - c0);
-    for (int kb = 0; kb < nk; kb += TN_KB) {
-        int kn = min(TN_KB, nk - kb);
+    for (int kb = ks.x; kb < ks.y; kb += TN_KB) {
+        int kn = min(TN_KB, ks.y - kb);
         barrier(CLK_LOCAL_MEM_FENCE);  // the previous block has been used
         for (int q = lid; q < kn; q += lsize) {
             global const float *src = b + (size_t)(kb + q) * ncols + c0;
@@ -299,8 +313,8 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
             continue;
 #else
     bool whole = c0 + TN_COLS <= ncols;
-    {  // one block: all of k
-        int kb = 0, kn = nk;
+    {  // one block: the whole slice of k
+        int kb = ks.x, kn = ks.y - ks.x;
 #endif
         for (int k = kb; k < kb + kn; ++k) {
             global const float *pk = p + (size_t)k * p_k;
@@ -367,7 +381,7 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
     if (d != 0 && c0 == 0)
         for (int r = 0; r < TN_R && r0 + r < nrows; ++r) {
             float sum = 0.0f;
-            for (int k = 0; k < nk; ++k)
+            for (int k = ks.x; k < ks.y; ++k)
                 sum += p[(size_t)k * p_k + (size_t)(r0 + r) * p_r];
             d[r0 + r] = accumulate ? d[r0 + r] + sum : sum;
         }
@@ -473,6 +487,10 @@ __attribute__((always_inline)) inline void tn_tile(
     size_t lane = get_local_id(0);
     int lanes = get_local_size(0), r0 = get_group_id(1) * TN_R;
     int col0 = get_group_id(0) * lanes * TN_V, col = col0 + (int)lane;
+    int2 ks = k_slice(nk);
+    c += (size_t)get_group_id(2) * nrows * ncols;  // the slice's partial C (and d)
+    if (d != 0)
+        d += get_group_id(2) * nrows;
     size_t rows[TN_R];  // offsets of P's columns, clamped for loading
     #pragma unroll
     for (int r = 0; r < TN_R; ++r)
@@ -485,7 +503,7 @@ __attribute__((always_inline)) inline void tn_tile(
         for (int v = 0; v < TN_V; ++v)
             acc[r][v] = 0.0f;
     }
-    for (int k = 0; k < nk; ++k) {
+    for (int k = ks.x; k < ks.y; ++k) {
         global const float *pk = p + (size_t)k * p_k;
         global const float *bk = b + (size_t)k * ncols + col0 + lane;
         float bv[TN_V];
@@ -551,6 +569,53 @@ kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const
 {
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, panel);
+}
+
+// C (+)= the sum of the `splits` partial products in part (count = nrows * ncols values
+// each), written by the slices of k of a gemm_tn kernel launched with dimension 2; with y
+// (not 0), times activate_grad(y, act); with d (not 0), d (+)= the sum of the partial sums
+// in dpart (nrows values each). One work-item per value of C; the first nrows also add up d.
+inline void sum_splits(global const float *part, int splits, global float *c, int count,
+                       int accumulate, global const float *y, int act,
+                       global const float *dpart, global float *d, int nrows)
+{
+    int o = get_global_id(0);
+    if (o < count) {
+        float sum = 0.0f;
+        for (int s = 0; s < splits; ++s)
+            sum += part[(size_t)s * count + o];
+        if (y != 0)
+            sum *= activate_grad(y[o], act);
+        c[o] = accumulate ? c[o] + sum : sum;
+    }
+    if (d != 0 && o < nrows) {
+        float sum = 0.0f;
+        for (int s = 0; s < splits; ++s)
+            sum += dpart[(size_t)s * nrows + o];
+        d[o] = accumulate ? d[o] + sum : sum;
+    }
+}
+
+// The end of gemm_tn split over k.
+kernel void tn_sum_splits(global const float *part, int splits, global float *c, int count,
+                          int accumulate)
+{
+    sum_splits(part, splits, c, count, accumulate, 0, ACT_NONE, 0, 0, 0);
+}
+
+// The end of gemm_tn_gated split over k (its slices run gemm_tn: the gate needs the sum).
+kernel void tn_sum_splits_gated(global const float *part, int splits, global float *c,
+                                int count, global const float *y, int act)
+{
+    sum_splits(part, splits, c, count, 0, y, act, 0, 0, 0);
+}
+
+// The end of gemm_tn_rowsum split over k.
+kernel void tn_sum_splits_rowsum(global const float *part, int splits, global float *c,
+                                 int count, int accumulate, global const float *dpart,
+                                 global float *d, int nrows)
+{
+    sum_splits(part, splits, c, count, accumulate, 0, ACT_NONE, dpart, d, nrows);
 }
 
 // dst = src^T, src (rows x cols) and dst (cols x rows) row-major; with bias (not 0), dst[c, r]

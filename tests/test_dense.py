@@ -8,7 +8,9 @@ from nnlib import reference as ref
 from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
-from nnlib.layers.dense_params import (FORWARD_YT_TILES, forward_yt_params, lanes_by_default,
+from nnlib.layers.dense_blocked import BlockedDenseKernels
+from nnlib.layers.dense_params import (FORWARD_YT_TILES, MAX_K_SLICES, MIN_K_SLICE,
+                                       forward_yt_params, k_slices, lanes_by_default,
                                        lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
@@ -202,6 +204,61 @@ def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
     """The lanes design (dense.cl's TN_LANES) is correct on every device, also where the
     tuner does not try it."""
     test_every_tuning_candidate_matches_reference(rt, rng, product, params)
+
+
+# gemm_tn's parameters in each design, for a split of k
+SPLIT_DESIGNS = {
+    "tiles": lambda rt, product: default_params(rt, product, lanes=False),
+    "tiles, k-blocks": lambda rt, product: dict(default_params(rt, product, lanes=False),
+                                                TN_KB=64),
+    "lanes": lambda rt, product: lanes_params(rt, product, "b64"),
+}
+
+
+@pytest.mark.parametrize("design", list(SPLIT_DESIGNS))
+@pytest.mark.parametrize("product", PRODUCTS)
+def test_gemm_tn_split_over_k_matches_reference(rt, rng, monkeypatch, design, product):
+    """gemm_tn's k in slices (dimension 2 of the launch, added up by a tn_sum_splits
+    kernel), as a device of many compute units runs a product of few tiles: the forward on
+    Y^T, the input gradient gated by the activation, the weight gradient accumulated with
+    the bias sums; three slices, unequal where k is no multiple of 3, some empty where k < 3
+    (batch 1, 2), on the sizes of every tuning candidate's test."""
+    splits = []
+    monkeypatch.setattr(BlockedDenseKernels, "k_slices",
+                        staticmethod(lambda units, groups, nk: splits.append(nk) or 3))
+    params = SPLIT_DESIGNS[design](rt, "input" if product == "forward" else product)
+    if product == "forward":
+        params = (forward_yt_params(rt, "b64") if design == "lanes"
+                  else dict(params, FWD_YT=1))
+    test_every_tuning_candidate_matches_reference(rt, rng, product, params)
+    assert 1 in splits and max(splits) > 3
+
+
+def test_each_product_keeps_its_own_parameters_for_the_same_kernel(rt, rng):
+    """The forward on Y^T and the input gradient both run gemm_tn: each with its own
+    parameters, whichever ran first."""
+    params = {"forward": forward_yt_params(rt, "b64"),
+              "input": default_params(rt, "input", lanes=False)}
+    kernels = DenseKernels(rt, params=params)
+    layer = nnlib.Dense(33, 17, "tanh", seed=3, runtime=rt)
+    layer.kernels = kernels
+    x = rng.standard_normal((7, 33)).astype(np.float32)
+    layer.forward(x)
+    dx = rt.empty((7, 33))
+    kernels.backward_input(rt.to_device(np.ones((7, 17), np.float32)), layer.weight.value,
+                           dx)
+    for product in ("forward", "input"):
+        assert kernels._launcher(product, 7, 33 * 17, "gemm_tn")[1] == params[product]
+    np.testing.assert_allclose(dx.get(), np.ones((7, 17)) @ layer.weight.numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_k_is_split_only_for_too_few_work_groups():
+    assert k_slices(2, 16, 10_000) == 1  # a 2-core CPU: enough work-groups already
+    assert k_slices(132, 32, 9000) == 9  # 132 multiprocessors, 32 tiles: two groups for each
+    assert k_slices(132, 4, 9000) == MAX_K_SLICES  # 66 wanted, at most MAX_K_SLICES
+    assert k_slices(132, 1, 2 * MIN_K_SLICE - 1) == 1  # each slice at least MIN_K_SLICE long
+    assert k_slices(132, 1, 3 * MIN_K_SLICE) == 3
 
 
 @pytest.mark.parametrize("forward", ["gemm_nt", "on Y^T", "tiles on Y^T"])

@@ -13,7 +13,7 @@ from .. import tuning
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
 from .dense_params import (PRODUCTS, TUNE_SHAPE, build_options, candidates, default_params,
-                           shape_class, work_group)
+                           k_slices, shape_class, work_group)
 
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
@@ -27,6 +27,7 @@ class BlockedDenseKernels:
     enqueues work."""
 
     variant = "blocked"
+    k_slices = staticmethod(k_slices)  # the rule that splits gemm_tn's k (tests force a split)
 
     def __init__(self, runtime, params: dict | None = None):
         self.runtime = runtime
@@ -34,7 +35,7 @@ class BlockedDenseKernels:
         for product in self._fixed:
             if product not in PRODUCTS:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
-        self._launchers: dict = {}  # (kernel, batch class) -> (Launcher, params, local)
+        self._launchers: dict = {}  # (kernel, product, class) -> (Launcher, params, local)
         self._by_size: dict = {}  # (kernel, product, batch, weights) -> the same, found once
         self._on_yt: dict = {}  # (batch, weights) -> whether the forward runs on Y^T (FWD_YT)
 
@@ -56,7 +57,7 @@ class BlockedDenseKernels:
         found = self._by_size.get((kernel, product, batch, weights))
         if found is not None:
             return found
-        key = (kernel, shape_class(product, batch, weights))
+        key = (kernel, product, shape_class(product, batch, weights))
         if key not in self._launchers:
             params = self.params(product, batch, weights)
             launcher = self.runtime.launcher("dense", kernel, build_options(params))
@@ -114,15 +115,37 @@ class BlockedDenseKernels:
 
     def _tn(self, product, kernel, batch, weights, p, p_k, p_r, b, c, nrows, ncols, nk, *extra):
         """C (+)= P^T B on the gemm_tn ``kernel`` of a layer of ``weights`` weights;
-        ``extra`` are the arguments after nk."""
+        ``extra`` are the arguments after nk. Where the launch has too few work-groups for
+        the device (:func:`~.dense_params.k_slices`), its k is split: each slice writes a
+        partial product, and a tn_sum_splits kernel adds them up and does what ``kernel``
+        does besides (its gate, its accumulation, its row sums)."""
         launcher, prm, local = self._launcher(product, batch, weights, kernel)
         if prm.get("TN_LANES"):  # dimension 0 along the columns, TN_V columns a work-item
             grid = (ceil_div(ncols, prm["TN_V"]), ceil_div(nrows, prm["TN_R"]))
         else:
             grid = (ceil_div(nrows, prm["TN_R"]), ceil_div(ncols, prm["TN_V"] * prm["VW"]))
         i32 = np.int32
-        return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
-                        i32(nrows), i32(ncols), i32(nk), *extra)
+        groups = ceil_div(grid[0], local[0]) * ceil_div(grid[1], local[1])
+        slices = self.k_slices(self.runtime.limits.compute_units, groups, nk)
+        if slices == 1:
+            return launcher(grid, local, p.data, i32(p_k), i32(p_r), b.data, c.data,
+                            i32(nrows), i32(ncols), i32(nk), *extra)
+        count = nrows * ncols
+        part = self.runtime.empty((slices, count))
+        head = (p.data, i32(p_k), i32(p_r), b.data, part.data, i32(nrows), i32(ncols), i32(nk))
+        grid, local = (*grid, slices), (*local, 1)
+        sums = self.runtime.launcher("dense", f"tn_sum_splits{kernel[len('gemm_tn'):]}",
+                                     build_options(prm))
+        if kernel == "gemm_tn_rowsum":  # extra: accumulate, d
+            d_part = self.runtime.empty((slices, nrows))
+            launcher(grid, local, *head, i32(0), d_part.data)
+            return sums((count,), None, part.data, i32(slices), c.data, i32(count), extra[0],
+                        d_part.data, extra[1], i32(nrows))
+        if kernel == "gemm_tn_gated":  # extra: y, act; the gate needs the whole sum
+            self._launcher(product, batch, weights, "gemm_tn")[0](grid, local, *head, i32(0))
+            return sums((count,), None, part.data, i32(slices), c.data, i32(count), *extra)
+        launcher(grid, local, *head, i32(0))  # gemm_tn; extra: accumulate
+        return sums((count,), None, part.data, i32(slices), c.data, i32(count), *extra)
 
     def backward_input(self, dz, w, dx, x=None, act: int = 0, accumulate: bool = False):
         """dx = dz W (dx += dz W with ``accumulate``); with ``act``, times act'(x) (x = the

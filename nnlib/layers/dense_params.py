@@ -7,7 +7,7 @@ Taught in notebooks/03_cpu_vs_gpu.
 
 from __future__ import annotations
 
-from ..sizes import vector_width
+from ..sizes import ceil_div, vector_width
 
 PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked design
 # Batch classes: the tile that suits batch 64 wastes most of its rows on batch 1, so each
@@ -28,6 +28,23 @@ TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (512, 
               "wide": (256, 2048)}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
 LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT")  # parameters of the launch, not build options
+
+
+# gemm_tn's split of k (dimension 2 of its launch, dense.cl's k_slice): a product of few
+# tiles over a long k (CATCH's weight gradients: 16-288 features, summed over thousands of
+# rows) fills a handful of a GPU's multiprocessors, each walking all of k. Split, its slices
+# run side by side and a second launch adds them up; each slice at least MIN_K_SLICE long,
+# so that the partial products' traffic stays a fraction of the arithmetic.
+MIN_K_SLICE = 64
+MAX_K_SLICES = 64
+
+
+def k_slices(compute_units: int, groups: int, nk: int) -> int:
+    """How many slices of k a gemm_tn launch of ``groups`` work-groups runs in: enough
+    for two work-groups per compute unit, each slice at least MIN_K_SLICE long (1: all of k
+    in one, which is also the answer wherever there are enough work-groups)."""
+    want = ceil_div(2 * compute_units, max(groups, 1))
+    return max(1, min(want, nk // MIN_K_SLICE, MAX_K_SLICES))
 
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:

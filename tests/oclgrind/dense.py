@@ -6,8 +6,9 @@ from _limits import oclgrind_runtime
 
 import nnlib
 from nnlib.activations import TABLE
-from nnlib.layers.dense import DenseKernels, default_params
-from nnlib.layers.dense_params import forward_yt_params
+from nnlib.layers.dense import PRODUCTS, DenseKernels, default_params
+from nnlib.layers.dense_blocked import BlockedDenseKernels
+from nnlib.layers.dense_params import forward_yt_params, k_slices, lanes_params
 
 rt, config = oclgrind_runtime()
 rng = np.random.default_rng(0)
@@ -31,6 +32,21 @@ for on_yt in (forward_yt_params(rt, "b64"),
 # the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose
 blocked.kernels = DenseKernels(rt, params={"weight": dict(default_params(rt, "weight"), DZT=1)})
 blocked.backward(blocked.forward(rng.standard_normal((9, blocked.n_in))).get())
+# gemm_tn's k in three slices (dimension 2) and their sums, in both designs and with the
+# tiles' k-blocks: the forward on Y^T, the gated input gradient, the weight gradient
+BlockedDenseKernels.k_slices = staticmethod(lambda units, groups, nk: 3)
+for design in ({p: default_params(rt, "input" if p == "forward" else p, lanes=False)
+                for p in PRODUCTS},
+               {p: dict(default_params(rt, "input" if p == "forward" else p, lanes=False),
+                        TN_KB=8) for p in PRODUCTS},
+               {"forward": forward_yt_params(rt, "b64"), "input": lanes_params(rt, "input", "b64"),
+                "weight": lanes_params(rt, "weight", "b64")}):
+    design["forward"] = dict(design["forward"], FWD_YT=1)
+    net = nnlib.Sequential([nnlib.Dense(37, 11, "tanh", seed=1), nnlib.Dense(11, 5, seed=2)])
+    for layer in net.layers:
+        layer.kernels = DenseKernels(rt, params=design)
+    net.backward(net.forward(rng.standard_normal((10, 37))).get())
+BlockedDenseKernels.k_slices = staticmethod(k_slices)
 net = nnlib.Sequential([nnlib.Dense(37, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
                        loss="cross_entropy")
 opt = nnlib.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
