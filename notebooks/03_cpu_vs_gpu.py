@@ -354,7 +354,8 @@ assert [r["batch"] for r in steps] == [64, 1] and all(r["nnlib"] > 0 for r in st
 # two figures, the peak float32 rate and the memory bandwidth, and vendors publish both.
 # The lines below are such a model for a few GPUs (`nnlib.bench.roofline.GPUS`, with the
 # datasheet each figure comes from), beside the roof measured on this machine above. They
-# say what a kernel could reach at best, never what it does reach: no GPU was measured.
+# say what a kernel could reach at best, never what it does reach: what nnlib's kernels did
+# reach on one of them, an H100, is among the stored figures further down.
 
 # %% tags=["nbval-ignore-output"] caption="Rooflines from published peaks of a few GPUs (dashed, a model), beside this CPU's measured roof (solid black). The dotted lines mark a 1024-wide dense layer at batch 1, 16 and 64: batch 1 is memory-bound on every device, so a GPU helps it only through its memory bandwidth."
 intensity = np.logspace(-1, 3, 100)
@@ -379,13 +380,17 @@ for name, (_, _, source) in GPUS.items():
 # %% [markdown]
 # ### The GPU code path, checked without a GPU
 #
-# The blocked kernels are written for CPUs first but stay portable OpenCL 1.2: on a GPU the
-# preferred vector width is 1, so `gemm_nt` keeps its smallest vectors (float4, a tile of
-# 24 float4 accumulators), the gradients take the lanes design (see "Three compilers on one
-# CPU" below), the optimizer kernels update one element per work-item, and
-# work-groups hold 64 work-items (two 32-wide warps). Those are other code paths than a
-# CPU's, and a path nobody runs is a path that breaks. So nnlib reads every limit a kernel
-# depends on from one place (`rt.vector_width`, `rt.max_work_group_size`,
+# The blocked kernels are written for CPUs first but stay portable OpenCL 1.2: on a GPU
+# the preferred vector width is 1, so `gemm_nt` keeps its smallest vectors (float4, a tile
+# of 24 float4 accumulators), the gradients take the lanes design (see "Three compilers on
+# one CPU" below), the optimizer kernels update one element per work-item, and work-groups
+# hold 64 work-items (two 32-wide warps). A product of fewer tiles than two per compute
+# unit (a layer of few features, summed over thousands of rows) also splits its sum over k
+# into slices that run side by side and a second launch adds up
+# (`nnlib.layers.dense_params.k_slices`): on an H100's 132 multiprocessors that is most of
+# CATCH's gradient products, on two CPU cores only the smallest. Those are other code
+# paths than a CPU's, and a path nobody runs is a path that breaks. So nnlib reads every
+# limit a kernel depends on from one place (`rt.vector_width`, `rt.max_work_group_size`,
 # `rt.work_group_multiple`, `rt.local_mem_size`), and the **GPU profile** makes that place
 # report what a typical GPU reports, on any device:
 #
@@ -420,6 +425,17 @@ want = nnlib.reference.dense_forward(x, layer.weight.numpy(), layer.bias.numpy()
 print(f"vector width {gpu.vector_width}, work-groups in multiples of {gpu.work_group_multiple}, "
       f"a layer wider than 1024: forward matches numpy: "
       f"{np.allclose(layer.forward(x).get(), want, atol=1e-5)}")
+
+# %% [markdown]
+# The profile's limits are the ones an NVIDIA H100 reports through NVIDIA's OpenCL (CUDA
+# 13.0, driver 580.159): vector width 1, work-groups of up to 1024 work-items in multiples of
+# 32, 48 KiB of local memory. The unit tests also ran on that GPU (2026-11-26), and its
+# compiler showed what no profile can: it numbers build errors by the lines of the whole
+# program text and ignores `#line` (nnlib maps its `<kernel>:3:41` back to the `.cl` file
+# and the line there), it refuses at build a kernel whose local arrays do not fit
+# (PoCL builds it, and the launch would fail), and its driver crashed when asked for the
+# kernel names of a program that has none (nnlib asks how many there are first). A real
+# device checks the compiler and the speed; its figures are stored with the others below.
 
 # %% [markdown]
 # ### Figures measured on other machines, and the speed goals
