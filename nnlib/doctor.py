@@ -17,6 +17,7 @@ Taught in notebooks/00_devices.
 """
 
 import argparse
+import ctypes.util
 import sys
 import time
 import warnings
@@ -34,6 +35,23 @@ from .runtime import (DeviceNotFoundError, NoPlatformError, Runtime, all_devices
 CPU_NAME_HINT = (
     "  PoCL 3.0 from PyPI cannot be told the CPU model; a newer PoCL can: Debian's "
     "pocl-opencl-icd reads POCL_LLVM_CPU_NAME (e.g. POCL_LLVM_CPU_NAME=x86-64-v3).")
+
+
+def unregistered_nvidia(found: list) -> str | None:
+    """The file name of NVIDIA's OpenCL library where the system has one but ``found`` (as
+    :func:`nnlib.devices` lists them) holds no NVIDIA device: a container's driver often
+    comes without the ICD file that names it, and the ICD loader then never opens it."""
+    if any("nvidia" in d["platform"].lower() for d in found):
+        return None
+    return ctypes.util.find_library("nvidia-opencl")
+
+
+def nvidia_hint(library: str) -> str:
+    return (f"nnlib doctor: {library} (NVIDIA's OpenCL driver) is installed, but no ICD file "
+            "names it, so its GPU is not listed. To use it:\n"
+            f"  mkdir -p ~/icd && echo {library} > ~/icd/nvidia.icd && "
+            "export OCL_ICD_VENDORS=~/icd\n"
+            "  (the ICD loader then reads the drivers named in that folder only)")
 
 
 def _name(d) -> str:
@@ -145,6 +163,9 @@ def main() -> int:
         found = devices()
     except NoPlatformError as err:
         print(f"nnlib doctor: {err}")
+        library = unregistered_nvidia([])
+        if library:
+            print(nvidia_hint(library))
         return 1
     for d in found:
         mark = "ok " if d["compiles"] else "NO "
@@ -152,6 +173,9 @@ def main() -> int:
               f"{d['compute_units']} compute units, max work-group {d['max_work_group_size']})")
     if any(not d["compiles"] and d["type"] == "CPU" for d in found):
         print(CPU_NAME_HINT)
+    library = unregistered_nvidia(found)
+    if library:
+        print(nvidia_hint(library))
     prefer_fastest_cpu()
     try:
         rt = get_runtime()
