@@ -121,7 +121,6 @@ def program_source(topic: str, folder=None) -> str:
     return "\n".join(parts)
 
 
-
 def line_origins(source: str) -> list:
     """(file, line) of each line of a program text, from its ``#line`` directives: entry
     ``i`` is where line ``i + 1`` of ``source`` comes from."""
