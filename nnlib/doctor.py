@@ -46,12 +46,16 @@ def unregistered_nvidia(found: list) -> str | None:
     return ctypes.util.find_library("nvidia-opencl")
 
 
-def nvidia_hint(library: str) -> str:
-    return (f"nnlib doctor: {library} (NVIDIA's OpenCL driver) is installed, but no ICD file "
-            "names it, so its GPU is not listed. To use it:\n"
-            f"  mkdir -p ~/icd && echo {library} > ~/icd/nvidia.icd && "
-            "export OCL_ICD_VENDORS=~/icd\n"
-            "  (the ICD loader then reads the drivers named in that folder only)")
+def report_unregistered_nvidia(found: list) -> None:
+    """Print how to register NVIDIA's OpenCL library where :func:`unregistered_nvidia` finds
+    one."""
+    library = unregistered_nvidia(found)
+    if library:
+        print(f"nnlib doctor: {library} (NVIDIA's OpenCL driver) is installed, but no ICD "
+              "file names it, so its GPU is not listed. To use it:\n"
+              f"  mkdir -p ~/icd && echo {library} > ~/icd/nvidia.icd && "
+              "export OCL_ICD_VENDORS=~/icd\n"
+              "  (the ICD loader then reads the drivers named in that folder only)")
 
 
 def _name(d) -> str:
@@ -163,9 +167,7 @@ def main() -> int:
         found = devices()
     except NoPlatformError as err:
         print(f"nnlib doctor: {err}")
-        library = unregistered_nvidia([])
-        if library:
-            print(nvidia_hint(library))
+        report_unregistered_nvidia([])
         return 1
     for d in found:
         mark = "ok " if d["compiles"] else "NO "
@@ -173,9 +175,7 @@ def main() -> int:
               f"{d['compute_units']} compute units, max work-group {d['max_work_group_size']})")
     if any(not d["compiles"] and d["type"] == "CPU" for d in found):
         print(CPU_NAME_HINT)
-    library = unregistered_nvidia(found)
-    if library:
-        print(nvidia_hint(library))
+    report_unregistered_nvidia(found)
     prefer_fastest_cpu()
     try:
         rt = get_runtime()
