@@ -237,47 +237,74 @@ inline void layer_norm_input_grad(global const float *dy, global const float *ga
                     + rstd[r] * (dy[o + i] * gamma[i] - m1 - xhat[o + i] * m2);
 }
 
-// The parameters' gradients of features i .. i + 3 (fewer past c): dgamma += sum_r dy xhat,
-// dbeta += sum_r dy, each feature's sums in row order (the four side by side in a float4).
+// The parameters' gradients of features i .. i + 3 (fewer past c) over rows r0 .. r1 - 1:
+// sum_r dy xhat into pg, sum_r dy into pb (added to what they hold when add != 0), each
+// feature's sums in row order (the four side by side in a float4).
 inline void layer_norm_params_grad(global const float *dy, global const float *xhat,
-                                   global float *dgamma, global float *dbeta, int i, int rows,
-                                   int c)
+                                   global float *pg, global float *pb, int i, int r0, int r1,
+                                   int c, int add)
 {
     if (i + 4 <= c) {
         float4 sg = (float4)(0.0f), sb = (float4)(0.0f);
-        for (int r = 0; r < rows; ++r) {
+        for (int r = r0; r < r1; ++r) {
             float4 d = LOAD4(dy + (size_t)r * c + i);
             sg += d * LOAD4(xhat + (size_t)r * c + i);
             sb += d;
         }
-        STORE4(LOAD4(dgamma + i) + sg, dgamma + i);
-        STORE4(LOAD4(dbeta + i) + sb, dbeta + i);
+        STORE4(add ? LOAD4(pg + i) + sg : sg, pg + i);
+        STORE4(add ? LOAD4(pb + i) + sb : sb, pb + i);
         return;
     }
     for (; i < c; ++i) {
         float sg = 0.0f, sb = 0.0f;
-        for (int r = 0; r < rows; ++r) {
+        for (int r = r0; r < r1; ++r) {
             sg += dy[(size_t)r * c + i] * xhat[(size_t)r * c + i];
             sb += dy[(size_t)r * c + i];
         }
-        dgamma[i] += sg;
-        dbeta[i] += sb;
+        pg[i] = add ? pg[i] + sg : sg;
+        pb[i] = add ? pb[i] + sb : sb;
     }
 }
 
-// Layer norm's backward pass in one launch of rows + ceil(c / 4) work-items: work-item r <
-// rows writes row r of dx (layer_norm_input_grad), the next ones add four features each
-// of dgamma and dbeta (layer_norm_params_grad).
+// Layer norm's backward pass in one launch of rows + slices * ceil(c / 4) work-items:
+// work-item r < rows writes row r of dx (layer_norm_input_grad); each of the next ones
+// sums four features over one slice of the rows (slice s: rows s * ceil(rows / slices) on,
+// as many or fewer). With one slice they add to dgamma and dbeta (pg, pb); with more, they
+// write slice s's sums to row s of pg and pb, (slices, c), which layer_norm_sum_slices adds
+// up: a GPU then walks the rows in many short runs side by side, not in c / 4 long ones.
 kernel void layer_norm_backward(global const float *dy, global const float *gamma,
                                 global const float *xhat, global const float *rstd,
-                                global float *dx, global float *dgamma, global float *dbeta,
-                                int rows, int c, int accumulate)
+                                global float *dx, global float *pg, global float *pb,
+                                int rows, int c, int accumulate, int slices)
 {
-    int id = get_global_id(0);
-    if (id < rows)
+    int id = get_global_id(0), quads = (c + 3) / 4;
+    if (id < rows) {
         layer_norm_input_grad(dy, gamma, xhat, rstd, dx, id, c, accumulate);
-    else if (id - rows < (c + 3) / 4)
-        layer_norm_params_grad(dy, xhat, dgamma, dbeta, 4 * (id - rows), rows, c);
+        return;
+    }
+    int s = (id - rows) / quads, q = (id - rows) % quads;
+    if (s >= slices)
+        return;
+    int run = (rows + slices - 1) / slices, r0 = min(rows, s * run), r1 = min(rows, r0 + run);
+    layer_norm_params_grad(dy, xhat, pg + (size_t)s * c, pb + (size_t)s * c, 4 * q, r0, r1, c,
+                           slices == 1);
+}
+
+// One work-item per feature i < c: dgamma[i] and dbeta[i] += the slices' sums pg[s, i] and
+// pb[s, i] (layer_norm_backward's, (slices, c)), in slice order.
+kernel void layer_norm_sum_slices(global const float *pg, global const float *pb,
+                                  global float *dgamma, global float *dbeta, int slices, int c)
+{
+    int i = get_global_id(0);
+    if (i >= c)
+        return;
+    float sg = 0.0f, sb = 0.0f;
+    for (int s = 0; s < slices; ++s) {
+        sg += pg[(size_t)s * c + i];
+        sb += pb[(size_t)s * c + i];
+    }
+    dgamma[i] += sg;
+    dbeta[i] += sb;
 }
 
 // One work-item per VW elements (a vector; lanes past count are left alone): the exact GELU

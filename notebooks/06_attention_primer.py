@@ -270,6 +270,15 @@ plt.show()
 #
 # $$\frac{\partial L}{\partial x} = \frac{1}{\sqrt{\sigma^2 + \epsilon}}
 # \big(g - \mathrm{mean}(g) - \hat x\, \mathrm{mean}(g \odot \hat x)\big).$$
+#
+# The parameters' gradients are sums over the tokens: $\partial L/\partial\gamma =
+# \sum_{\text{rows}} \partial L/\partial y \odot \hat x$ and $\partial L/\partial\beta =
+# \sum_{\text{rows}} \partial L/\partial y$. In `layer_norm_backward` below, one work-item per
+# row computes $\partial L/\partial x$ and each further work-item sums four features over the
+# rows. CATCH has thousands of rows and only 32-64 features, so a GPU would get 8-16 work-items
+# that each walk all the rows. The launch therefore cuts the rows into `slices` (as many as
+# keep every compute unit busy, each at least 64 rows long); their sums are added up by a
+# second kernel, `layer_norm_sum_slices`.
 
 # %%
 print(inspect.getsource(ref.layer_norm_forward))

@@ -89,6 +89,37 @@ def test_mask_generator_zero_noise_thresholds_at_one_half(rt, rng):
     np.testing.assert_array_equal(mask, want)
 
 
+@pytest.mark.parametrize("slices", [3, 9])
+def test_layer_norm_parameter_gradients_summed_in_slices_of_the_rows(rt, rng, monkeypatch,
+                                                                      slices):
+    """The parameters' gradients over slices of the rows (forced: 3 of unequal length; 9,
+    more than rows 1 and 5 have, so some slices are empty), features a multiple of four and
+    not, and added to what the gradients hold (two passes)."""
+    monkeypatch.setattr(ops.LayerNorm, "row_slices", staticmethod(lambda *_: slices))
+    for rows, c in ((1, 3), (5, 8), (big(rt), 13)):
+        x, dy = rng.standard_normal((rows, c)), rng.standard_normal((rows, c))
+        gamma = rng.standard_normal(c)
+        ln = ops.LayerNorm(c, runtime=rt)
+        ln.gamma.set(gamma)
+        ln.forward(rt.to_device(x))
+        w_dx, dg, db = ref.layer_norm_backward(dy, gamma, *ref.layer_norm_forward(x, gamma,
+                                                                                 0 * gamma)[1:])
+        for passes in (1, 2):
+            np.testing.assert_allclose(ln.backward(rt.to_device(dy)).get(), w_dx, rtol=1e-3,
+                                       atol=1e-3)
+            np.testing.assert_allclose(ln.gamma.grad.get(), passes * dg, rtol=1e-3, atol=1e-3)
+            np.testing.assert_allclose(ln.beta.grad.get(), passes * db, rtol=1e-3, atol=1e-3)
+
+
+def test_layer_norm_splits_its_rows_only_where_work_groups_are_few():
+    """CATCH's layer norms (1920 rows, 32 features) on a GPU of 132 multiprocessors: one
+    work-group of the parameters' sums becomes 30 slices of 64 rows; on a 2-core CPU, 2."""
+    assert ops.LayerNorm.row_slices(132, 1, 1920) == 30
+    assert ops.LayerNorm.row_slices(2, 1, 1920) == 4
+    assert ops.LayerNorm.row_slices(2, 4, 1920) == 1
+    assert ops.LayerNorm.row_slices(132, 1, 100) == 1
+
+
 def test_layer_norm_and_gelu_match_reference_and_finite_differences(rt, rng):
     for rows, c in ((1, 1), (big(rt), 7), (3, 8), (5, 13)):
         x = rng.standard_normal((rows, c))

@@ -151,6 +151,7 @@ def _kernel_tests() -> list:
         "revin_and_denorm_match_reference", "patches_swap_and_join_match_numpy",
         "mask_generator_matches_reference_and_finite_differences",
         "layer_norm_and_gelu_match_reference_and_finite_differences",
+        "layer_norm_parameter_gradients_summed_in_slices_of_the_rows",
         "freq_mae_matches_reference_and_finite_differences", "step_scores_on_hand_made_cases")
     ] + ["tests/test_catch_masks.py::test_patch_amplitude_matches_reference",
          "tests/test_launcher.py"]

@@ -5,7 +5,7 @@ attention kernels' four-wide loops and their one-at-a-time rest)."""
 import numpy as np
 
 import nnlib
-from nnlib.catch import CATCH
+from nnlib.catch import CATCH, ops
 
 rt = nnlib.use_device("oclgrind")
 rng = np.random.default_rng(0)
@@ -18,7 +18,11 @@ for n, projection, fill in ((3, "linear", "finite"), (1, "complex", "inf")):
     model.scale_mean, model.scale_std = np.zeros(n), np.ones(n)
     model.history.append({"epoch": 0})  # scored as if fitted: the kernels are what is checked
     model.score(rng.standard_normal((23, n)))
+ln = ops.LayerNorm(7, runtime=rt)  # the parameters' sums in 4 slices: 8, 8, 8 and 6 rows
+ln.row_slices = lambda *_: 4
+ln.forward(rng.standard_normal((30, 7)).astype(np.float32))
+ln.backward(rng.standard_normal((30, 7)).astype(np.float32))
 rt.queue.finish()
 print("kernels run: masked_attention_*, channel_dc_*, revin_*, freq_patches, swap_axes12, "
-      "mask_*, layer_norm_*, add_layer_norm_forward, gelu_*, join_complex, freq_mae, "
-      "residual_windows, step_scores")
+      "mask_*, layer_norm_* (also in slices), add_layer_norm_forward, gelu_*, join_complex, "
+      "freq_mae, residual_windows, step_scores")
