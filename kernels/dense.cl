@@ -73,6 +73,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //            or Y^T = W X^T with gemm_tn (the launch parameter FWD_YT, made for the lanes
 //            design below): P = W^T (W read with strides), B = X^T, made by transpose first;
 //            then transpose_bias_act writes Y
+//            or Y  = act(X W^T + b) with gemm_tn_bias (the launch parameter FWD_TN): P = X^T
+//            (X read with strides), B = W^T, made by transpose first (W is small): no
+//            horizontal sums, which cost gemm_nt most where k (n_in) is short
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
 //   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated); or P = the
@@ -246,19 +249,38 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
     }
 }
 
+// act(z + bias) of one vector of C: its VW values four at a time (activate4).
+inline floatv bias_actv(floatv z, global const float *bias, int act)
+{
+    float v[VW];
+    STOREV(z, v);
+    #pragma unroll
+    for (int q = 0; q < VW; q += 4) {
+        float4 a = activate4((float4)(v[q], v[q + 1], v[q + 2], v[q + 3])
+                             + (float4)(bias[q], bias[q + 1], bias[q + 2], bias[q + 3]), act);
+        v[q] = a.x;
+        v[q + 1] = a.y;
+        v[q + 2] = a.z;
+        v[q + 3] = a.w;
+    }
+    return LOADV(v);
+}
+
 // C = P^T B, or C += P^T B, with P[k, r] = p[k * p_k + r * p_r] (nk x nrows), B (nk x
 // ncols) and C (nrows x ncols) row-major: a sum over k of outer products of row k of P and
 // row k of B. One work-item per tile of TN_R rows x TN_COLS columns of C: TN_R * TN_V
 // vector accumulators; each step broadcasts TN_R values of P against TN_V vectors of B.
 // Dimension 0 runs over the row blocks, so that neighbouring work-items share the columns
-// of B. The three kernels below differ only in what they do besides: with y (not 0), each
-// value is multiplied by activate_grad(y, act), y of C's shape; with d (not 0), the
-// work-items of the first column block also write (or add) the sums over k of P[k, r] to
-// d[r]. The kernels pass 0 for what they lack, so the compiler drops that code.
+// of B. The four kernels below differ only in what they do besides: with y (not 0), each
+// value is multiplied by activate_grad(y, act), y of C's shape; with bias (not 0), each
+// value of column j becomes activate(value + bias[j], act); with d (not 0), the work-items
+// of the first column block also write (or add) the sums over k of P[k, r] to d[r]. The
+// kernels pass 0 for what they lack, so the compiler drops that code.
 // panel: TN_KB * TN_COLS floats of local memory (unused without TN_KB).
 inline void tn_tile(global const float *p, int p_k, int p_r, global const float *b,
                     global float *c, int nrows, int ncols, int nk, int accumulate,
-                    global const float *y, int act, global float *d, local float *panel)
+                    global const float *y, int act, global float *d,
+                    global const float *bias, local float *panel)
 {
 #if TN_ORDER  // the work-groups walk along the columns first (the groups' row blocks last)
     int g = get_group_id(0) + get_num_groups(0) * get_group_id(1);
@@ -365,6 +387,8 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
                 floatv out = acc[r][v];
                 if (y != 0)
                     out *= activate_gradv(LOADV(y + o), act);
+                if (bias != 0)
+                    out = bias_actv(out, bias + c0 + v * VW, act);
                 if (accumulate)
                     out += LOADV(c + o);
                 STOREV(out, c + o);
@@ -373,6 +397,8 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
                 STOREV(acc[r][v], out);
                 for (int q = 0; q < min(VW, ncols - c0 - v * VW); ++q) {
                     float value = y == 0 ? out[q] : out[q] * activate_grad(y[o + q], act);
+                    if (bias != 0)
+                        value = activate(value + bias[c0 + v * VW + q], act);
                     c[o + q] = accumulate ? c[o + q] + value : value;
                 }
             }
@@ -482,7 +508,7 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
 __attribute__((always_inline)) inline void tn_tile(
     global const float *p, int p_k, int p_r, global const float *b, global float *c, int nrows,
     int ncols, int nk, int accumulate, global const float *y, int act, global float *d,
-    local float *panel)
+    global const float *bias, local float *panel)
 {
     size_t lane = get_local_id(0);
     int lanes = get_local_size(0), r0 = get_group_id(1) * TN_R;
@@ -528,6 +554,8 @@ __attribute__((always_inline)) inline void tn_tile(
             size_t o = (size_t)(r0 + r) * ncols + col0 + v * lanes + lane;
             if (col + v * lanes < ncols) {
                 float value = y == 0 ? acc[r][v] : acc[r][v] * activate_grad(y[o], act);
+                if (bias != 0)
+                    value = activate(value + bias[col + v * lanes], act);
                 c[o] = accumulate ? c[o] + value : value;
             }
         }
@@ -548,7 +576,7 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
                     global float *c, int nrows, int ncols, int nk, int accumulate)
 {
     TN_PANEL;
-    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, 0, panel);
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, 0, 0, panel);
 }
 
 // C = (P^T B) * act'(y): the input gradient times the previous layer's activation
@@ -558,7 +586,18 @@ kernel void gemm_tn_gated(global const float *p, int p_k, int p_r, global const 
                           global const float *y, int act)
 {
     TN_PANEL;
-    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, 0, y, act, 0, panel);
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, 0, y, act, 0, 0, panel);
+}
+
+// C = act(P^T B + bias), bias along the columns: the forward Y = act(X W^T + b) with P[k, r]
+// = X[r, k] (p_k 1, p_r n_in) and B = W^T (FWD_TN); not softmax (the caller runs
+// softmax_rows after).
+kernel void gemm_tn_bias(global const float *p, int p_k, int p_r, global const float *b,
+                         global float *c, int nrows, int ncols, int nk,
+                         global const float *bias, int act)
+{
+    TN_PANEL;
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, 0, 0, act, 0, bias, panel);
 }
 
 // C (+)= P^T B and d (+)= the sums over k of P[k, r]: the weight gradient dW and the bias
@@ -568,16 +607,18 @@ kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const
                            global float *d)
 {
     TN_PANEL;
-    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, panel);
+    tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, 0, panel);
 }
 
 // C (+)= the sum of the `splits` partial products in part (count = nrows * ncols values
 // each), written by the slices of k of a gemm_tn kernel launched with dimension 2; with y
-// (not 0), times activate_grad(y, act); with d (not 0), d (+)= the sum of the partial sums
-// in dpart (nrows values each). One work-item per value of C; the first nrows also add up d.
+// (not 0), times activate_grad(y, act); with bias (not 0), activate(sum + bias[o % ncols],
+// act); with d (not 0), d (+)= the sum of the partial sums in dpart (nrows values each). One
+// work-item per value of C; the first nrows also add up d.
 inline void sum_splits(global const float *part, int splits, global float *c, int count,
                        int accumulate, global const float *y, int act,
-                       global const float *dpart, global float *d, int nrows)
+                       global const float *dpart, global float *d, int nrows,
+                       global const float *bias, int ncols)
 {
     int o = get_global_id(0);
     if (o < count) {
@@ -586,6 +627,8 @@ inline void sum_splits(global const float *part, int splits, global float *c, in
             sum += part[(size_t)s * count + o];
         if (y != 0)
             sum *= activate_grad(y[o], act);
+        if (bias != 0)
+            sum = activate(sum + bias[o % ncols], act);
         c[o] = accumulate ? c[o] + sum : sum;
     }
     if (d != 0 && o < nrows) {
@@ -600,14 +643,22 @@ inline void sum_splits(global const float *part, int splits, global float *c, in
 kernel void tn_sum_splits(global const float *part, int splits, global float *c, int count,
                           int accumulate)
 {
-    sum_splits(part, splits, c, count, accumulate, 0, ACT_NONE, 0, 0, 0);
+    sum_splits(part, splits, c, count, accumulate, 0, ACT_NONE, 0, 0, 0, 0, 1);
 }
 
 // The end of gemm_tn_gated split over k (its slices run gemm_tn: the gate needs the sum).
 kernel void tn_sum_splits_gated(global const float *part, int splits, global float *c,
                                 int count, global const float *y, int act)
 {
-    sum_splits(part, splits, c, count, 0, y, act, 0, 0, 0);
+    sum_splits(part, splits, c, count, 0, y, act, 0, 0, 0, 0, 1);
+}
+
+// The end of gemm_tn_bias split over k (its slices run gemm_tn: the activation needs the
+// sum).
+kernel void tn_sum_splits_bias(global const float *part, int splits, global float *c,
+                               int count, global const float *bias, int act, int ncols)
+{
+    sum_splits(part, splits, c, count, 0, 0, act, 0, 0, 0, bias, ncols);
 }
 
 // The end of gemm_tn_rowsum split over k.
@@ -615,7 +666,7 @@ kernel void tn_sum_splits_rowsum(global const float *part, int splits, global fl
                                  int count, int accumulate, global const float *dpart,
                                  global float *d, int nrows)
 {
-    sum_splits(part, splits, c, count, accumulate, 0, ACT_NONE, dpart, d, nrows);
+    sum_splits(part, splits, c, count, accumulate, 0, ACT_NONE, dpart, d, nrows, 0, 1);
 }
 
 // dst = src^T, src (rows x cols) and dst (cols x rows) row-major; with bias (not 0), dst[c, r]

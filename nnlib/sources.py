@@ -81,12 +81,32 @@ def source(topic: str, kernel: str | None = None, folder=None) -> str:
     while lines and lines[-1].startswith("//"):
         lines.pop()
     start = len("\n".join(lines)) + (1 if lines else 0)
-    depth, end = 0, text.index("{", match.start())
-    for end in range(end, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[end], 0)
-        if depth == 0:
-            break
-    return text[start:end + 1]
+    return text[start:_body_end(text, text.index("{", match.start())) + 1]
+
+
+def _body_end(text: str, at: int) -> int:
+    """The index of the brace that closes the one at ``at``. Braces count in the first
+    branch of each #if only: the others open the same blocks another way (``#if NT_KB for
+    (...) { #else { #endif``)."""
+    depth, skipping = 0, []  # skipping: per open #if, whether its current branch is skipped
+    offset = text.rfind("\n", 0, at) + 1
+    for line in text[offset:].splitlines(keepends=True):
+        directive = line.strip().split(maxsplit=1)[0] if line.strip().startswith("#") else ""
+        if directive in ("#if", "#ifdef", "#ifndef"):
+            skipping.append(False)
+        elif directive in ("#else", "#elif") and skipping:
+            skipping[-1] = True
+        elif directive == "#endif" and skipping:
+            skipping.pop()
+        elif not any(skipping):
+            for i, char in enumerate(line):
+                if offset + i < at:
+                    continue
+                depth += {"{": 1, "}": -1}.get(char, 0)
+                if depth == 0:
+                    return offset + i
+        offset += len(line)
+    raise ValueError("unbalanced braces after the kernel's signature")
 
 
 def program_source(topic: str, folder=None) -> str:

@@ -9,8 +9,8 @@ from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import BlockedDenseKernels
-from nnlib.layers.dense_params import (FORWARD_YT_TILES, MAX_K_SLICES, MIN_K_SLICE,
-                                       forward_yt_params, k_slices, lanes_by_default,
+from nnlib.layers.dense_params import (FORWARD_TN_CLASSES, FORWARD_YT_TILES, MAX_K_SLICES,
+                                       MIN_K_SLICE, forward_yt_params, k_slices, lanes_by_default,
                                        lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
@@ -216,20 +216,23 @@ SPLIT_DESIGNS = {
 
 
 @pytest.mark.parametrize("design", list(SPLIT_DESIGNS))
-@pytest.mark.parametrize("product", PRODUCTS)
+@pytest.mark.parametrize("product", [*PRODUCTS, "forward on x"])
 def test_gemm_tn_split_over_k_matches_reference(rt, rng, monkeypatch, design, product):
     """gemm_tn's k in slices (dimension 2 of the launch, added up by a tn_sum_splits
     kernel), as a device of many compute units runs a product of few tiles: the forward on
-    Y^T, the input gradient gated by the activation, the weight gradient accumulated with
-    the bias sums; three slices, unequal where k is no multiple of 3, some empty where k < 3
-    (batch 1, 2), on the sizes of every tuning candidate's test."""
+    Y^T and on x in place with its bias and activation, the input gradient gated by the
+    activation, the weight gradient accumulated with the bias sums; three slices, unequal
+    where k is no multiple of 3, some empty where k < 3 (batch 1, 2), on the sizes of every
+    tuning candidate's test."""
     splits = []
     monkeypatch.setattr(BlockedDenseKernels, "k_slices",
                         staticmethod(lambda units, groups, nk: splits.append(nk) or 3))
-    params = SPLIT_DESIGNS[design](rt, "input" if product == "forward" else product)
-    if product == "forward":
-        params = (forward_yt_params(rt, "b64") if design == "lanes"
-                  else dict(params, FWD_YT=1))
+    params = SPLIT_DESIGNS[design](rt, "input" if product.startswith("forward") else product)
+    if product.startswith("forward"):
+        route = "FWD_YT" if product == "forward" else "FWD_TN"
+        params = ({k: v for k, v in forward_yt_params(rt, "b64").items() if k != "FWD_YT"}
+                  if design == "lanes" else params) | {route: 1}
+        product = "forward"
     test_every_tuning_candidate_matches_reference(rt, rng, product, params)
     assert 1 in splits and max(splits) > 3
 
@@ -261,17 +264,21 @@ def test_k_is_split_only_for_too_few_work_groups():
     assert k_slices(132, 1, 3 * MIN_K_SLICE) == 3
 
 
-@pytest.mark.parametrize("forward", ["gemm_nt", "on Y^T", "tiles on Y^T"])
+@pytest.mark.parametrize("forward", ["gemm_nt", "on Y^T", "tiles on Y^T", "on x",
+                                     "tiles on x"])
 @pytest.mark.parametrize("act", ACTS)
 def test_lanes_design_matches_reference_for_every_activation(rt, rng, act, forward):
     """All three products in the lanes design, each activation (softmax of up to four
-    outputs in the forward kernel itself, or after it on Y^T), odd sizes, batch 1 and a
-    batch above a tile; the forward also on Y^T (FWD_YT), in the lanes design and in the
-    tiles one, also above the device's work-group limit."""
+    outputs in the forward kernel itself, or after it on Y^T and on x), odd sizes, batch 1
+    and a batch above a tile; the forward also on Y^T (FWD_YT) and by gemm_tn_bias on x in
+    place (FWD_TN), each in the lanes design and in the tiles one, also above the device's
+    work-group limit."""
     params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
-    params["forward"] = {"gemm_nt": params["forward"], "on Y^T": forward_yt_params(rt, "b64"),
-                         "tiles on Y^T": dict(default_params(rt, "input", lanes=False),
-                                              FWD_YT=1)}[forward]
+    lanes_tn = {k: v for k, v in forward_yt_params(rt, "b64").items() if k != "FWD_YT"}
+    tiles_tn = default_params(rt, "input", lanes=False)
+    params["forward"] = {"gemm_nt": params["forward"], "on Y^T": lanes_tn | {"FWD_YT": 1},
+                         "tiles on Y^T": tiles_tn | {"FWD_YT": 1}, "on x": lanes_tn | {"FWD_TN": 1},
+                         "tiles on x": tiles_tn | {"FWD_TN": 1}}[forward]
     sizes = [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)]
     if forward != "gemm_nt":
         big = rt.max_work_group_size + 3
@@ -301,10 +308,12 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
     assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
-    for shape in TUNE_SHAPE:  # the forward on Y^T: a candidate of the large batches
+    for shape in TUNE_SHAPE:  # the forward on Y^T and on x: candidates of the large batches
         for source in (candidates, lanes_candidates):
             assert any(c.get("FWD_YT") for c in source(rt, "forward", shape)) == (
                 shape in FORWARD_YT_TILES)
+            assert any(c.get("FWD_TN") for c in source(rt, "forward", shape)) == (
+                shape in FORWARD_TN_CLASSES)
     assert shape_class("forward", 1) == "b1" and shape_class("input", 64) == "b64"
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 64, 240 * 128) == "small" == shape_class("weight", 1, 256 ** 2)

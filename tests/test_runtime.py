@@ -1,5 +1,7 @@
 """Device choice, program building and the errors a reader meets first."""
 
+import re
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -148,6 +150,20 @@ def test_source_of_one_kernel_with_its_comment():
     assert text.count("kernel void") == 1
     with pytest.raises(KeyError, match="no kernel 'nope'"):
         nnlib.source("vector", "nope")
+
+
+def test_source_of_a_kernel_whose_if_branches_open_a_block_each(tmp_path):
+    """A block opened in both branches of an #if (dense.cl's gemm_nt: a loop over k-blocks
+    or one block) is counted once: the text ends at the kernel's own closing brace, in every
+    kernel of kernels/."""
+    (tmp_path / "k.cl").write_text(
+        "// first\nkernel void first(int n)\n{\n#if B\n    for (;;) {\n#else\n    {\n"
+        "#endif\n        n++;\n    }\n}\n\n// second\nkernel void second(int n)\n{\n}\n")
+    assert nnlib.source("k", "first", folder=tmp_path).endswith("        n++;\n    }\n}")
+    for path in kernel_dir().glob("*.cl"):
+        for name in set(re.findall(r"^kernel void (\w+)\(", path.read_text(), re.MULTILINE)):
+            text = nnlib.source(path.stem, name)
+            assert text.count("kernel void") == 1 and text.endswith("}"), (path.name, name)
 
 
 def test_to_device_copies_without_waiting_and_keeps_its_own_data(rt, rng):

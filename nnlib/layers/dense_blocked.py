@@ -37,7 +37,7 @@ class BlockedDenseKernels:
                 raise ValueError(f"unknown dense product {product!r}; choose from {PRODUCTS}")
         self._launchers: dict = {}  # (kernel, product, class) -> (Launcher, params, local)
         self._by_size: dict = {}  # (kernel, product, batch, weights) -> the same, found once
-        self._on_yt: dict = {}  # (batch, weights) -> whether the forward runs on Y^T (FWD_YT)
+        self._route: dict = {}  # (batch, weights) -> "YT", "TN" or "NT": the forward's kernel
 
     def params(self, product: str, batch: int, weights: int = 0) -> dict:
         """The parameters ``product`` runs with at ``batch`` on a layer of ``weights``
@@ -77,12 +77,15 @@ class BlockedDenseKernels:
         batch, n_in = x.shape
         n_out = w.shape[0]
         i32 = np.int32
-        on_yt = self._on_yt.get((batch, n_in * n_out))
-        if on_yt is None:  # found once per size: a look-up of the tuned parameters takes long
-            on_yt = self._on_yt[(batch, n_in * n_out)] = bool(
-                self.params("forward", batch, n_in * n_out).get("FWD_YT"))
-        if on_yt:
+        route = self._route.get((batch, n_in * n_out))
+        if route is None:  # found once per size: a look-up of the tuned parameters takes long
+            p = self.params("forward", batch, n_in * n_out)
+            route = self._route[(batch, n_in * n_out)] = (
+                "YT" if p.get("FWD_YT") else "TN" if p.get("FWD_TN") else "NT")
+        if route == "YT":
             return self._forward_yt(x, w, b, y, act)
+        if route == "TN":
+            return self._forward_tn(x, w, b, y, act)
         launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
         if p.get("TN_LANES"):  # dimension 0 along the outputs, one per work-item
             grid = (n_out, ceil_div(batch, p["NT_I"]))
@@ -108,6 +111,24 @@ class BlockedDenseKernels:
         event = launcher("dense", "transpose_bias_act")(
             (ceil_div(n_out, 4), ceil_div(batch, 4)), None, y_t.data, y.data, i32(n_out),
             i32(batch), b.data, i32(act))  # softmax passes through
+        if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
+            return launcher("activation", "softmax_rows")((batch,), None, y.data, i32(batch),
+                                                          i32(n_out))
+        return event
+
+    def _forward_tn(self, x, w, b, y, act: int):
+        """The forward with the parameter FWD_TN: W^T by transpose, then y = act(x W^T + b)
+        by gemm_tn_bias (P[k, r] = x[r, k], read in place); the softmax it owns
+        (:meth:`softmax_in_forward`) by softmax_rows."""
+        batch, n_in = x.shape
+        n_out = w.shape[0]
+        i32 = np.int32
+        w_t = self.runtime.empty((n_in, n_out))
+        launcher = self.runtime.launcher
+        launcher("dense", "transpose")((ceil_div(n_out, 4), ceil_div(n_in, 4)), None, w.data,
+                                       w_t.data, i32(n_out), i32(n_in))
+        event = self._tn("forward", "gemm_tn_bias", batch, n_in * n_out, x, 1, n_in, w_t, y,
+                         batch, n_out, n_in, b.data, i32(act))
         if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
             return launcher("activation", "softmax_rows")((batch,), None, y.data, i32(batch),
                                                           i32(n_out))
@@ -141,9 +162,11 @@ class BlockedDenseKernels:
             launcher(grid, local, *head, i32(0), d_part.data)
             return sums((count,), None, part.data, i32(slices), c.data, i32(count), extra[0],
                         d_part.data, extra[1], i32(nrows))
-        if kernel == "gemm_tn_gated":  # extra: y, act; the gate needs the whole sum
+        if kernel in ("gemm_tn_gated", "gemm_tn_bias"):  # the gate, the activation: on sums
             self._launcher(product, batch, weights, "gemm_tn")[0](grid, local, *head, i32(0))
-            return sums((count,), None, part.data, i32(slices), c.data, i32(count), *extra)
+            tail = (np.int32(ncols),) if kernel == "gemm_tn_bias" else ()  # bias's columns
+            return sums((count,), None, part.data, i32(slices), c.data, i32(count), *extra,
+                        *tail)
         launcher(grid, local, *head, i32(0))  # gemm_tn; extra: accumulate
         return sums((count,), None, part.data, i32(slices), c.data, i32(count), *extra)
 

@@ -27,7 +27,8 @@ SMALL_WEIGHTS = 256 * 256
 TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (512, 128),
               "wide": (256, 2048)}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
-LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT")  # parameters of the launch, not build options
+# parameters of the launch, not build options
+LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT", "FWD_TN")
 
 
 # gemm_tn's split of k (dimension 2 of its launch, dense.cl's k_slice): a product of few
@@ -133,8 +134,9 @@ def candidates(rt, product: str, shape: str) -> list:
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
     and of W); for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
     with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
-    the other width (as many columns); the default with fma() (without, where the default
-    has it) and with a work-group four times larger.
+    the other width (as many columns), and gemm_tn_bias on x in place (FWD_TN, the classes
+    of FORWARD_TN_CLASSES) with tiles of 6 rows of 2 vectors; the default with fma()
+    (without, where the default has it) and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "small": (2, 4, 6),
             "wide": (2, 4, 6)}[shape]
@@ -166,6 +168,9 @@ def candidates(rt, product: str, shape: str) -> list:
                   FWD_YT=1)
         out += [tn, dict(tn, VLOAD=1 - base["VLOAD"]),
                 dict(tn, VW=wide, TN_V=max(1, 2 * base["VW"] // wide)), dict(tn, TN_R=8)]
+    if product == "forward" and shape in FORWARD_TN_CLASSES:  # gemm_tn_bias on x in place
+        out.append(dict({k: v for k, v in base.items() if k != "NT_I"}, TN_R=6, TN_V=2,
+                        TN_KB=0, FWD_TN=1))
     out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
     if lanes_by_default(rt):  # the lanes design: its default first, the others last
         out = [default_params(rt, product, shape), *out, *lanes_candidates(rt, product, shape)]
@@ -217,6 +222,12 @@ FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "small": ((8, 2), (6, 4), (
                     "wide": ((8, 2), (6, 4))}
 
 
+# The forward by gemm_tn_bias on x read in place and W^T (FWD_TN): C = Y has the batch's
+# rows, so only the classes of many rows take it. It skips gemm_nt's horizontal sums, which
+# cost most where k (n_in) is short: CATCH's token layers of 32 features.
+FORWARD_TN_CLASSES = ("b64", "small")
+
+
 def forward_yt_params(rt, shape: str, tile=None) -> dict:
     """The forward on Y^T (FWD_YT) in the lanes design: ``tile`` (default the class's first
     of FORWARD_YT_TILES) on work-groups of :func:`lanes_work_group` work-items."""
@@ -228,13 +239,17 @@ def forward_yt_params(rt, shape: str, tile=None) -> dict:
 def lanes_candidates(rt, product: str, shape: str) -> list:
     """The lanes design's candidates: each tile of the class, the first also with fma()
     (without, where it has it) and on work-groups four times larger; for the forward of the
-    classes of FORWARD_YT_TILES, then each of its tiles on Y^T (:func:`forward_yt_params`)."""
+    classes of FORWARD_YT_TILES, then each of its tiles on Y^T (:func:`forward_yt_params`),
+    and in FORWARD_TN_CLASSES the first of them as gemm_tn_bias on x in place (FWD_TN)."""
     tiles = LANES_TILES[product][shape]
     out = [lanes_params(rt, product, shape, t) for t in tiles]
     first = out[0]
     out += [dict(first, FMA=1 - first["FMA"]), dict(first, LOCAL=4 * first["LOCAL"])]
     if product == "forward":
         out += [forward_yt_params(rt, shape, t) for t in FORWARD_YT_TILES.get(shape, ())]
+    if product == "forward" and shape in FORWARD_TN_CLASSES:
+        out.append({k: v for k, v in forward_yt_params(rt, shape).items() if k != "FWD_YT"}
+                   | {"FWD_TN": 1})
     return out
 
 

@@ -24,28 +24,32 @@ blocked = nnlib.Dense(2 * 2 * forward["VW"] + 3, 7, "tanh", seed=1)
 blocked.kernels = DenseKernels(rt, params={"forward": dict(
     forward, NT_KB=2 * forward["VW"], LOCAL=4, LOCAL_J=2)})
 blocked.forward(rng.standard_normal((9, blocked.n_in)))
-# the forward on Y^T (FWD_YT) in both designs: partial 4 x 4 blocks of both transposes
-for on_yt in (forward_yt_params(rt, "b64"),
-              dict(default_params(rt, "input", lanes=False), FWD_YT=1)):
-    blocked.kernels = DenseKernels(rt, params={"forward": on_yt})
-    blocked.forward(rng.standard_normal((9, blocked.n_in)))
+# the forward on Y^T (FWD_YT) and on x in place (FWD_TN) in both designs: partial 4 x 4
+# blocks of the transposes, gemm_tn_bias's partial column blocks
+lanes_tn = {k: v for k, v in forward_yt_params(rt, "b64").items() if k != "FWD_YT"}
+for route in ("FWD_YT", "FWD_TN"):
+    for tn in (lanes_tn, default_params(rt, "input", lanes=False)):
+        blocked.kernels = DenseKernels(rt, params={"forward": tn | {route: 1}})
+        blocked.forward(rng.standard_normal((9, blocked.n_in)))
 # the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose
 blocked.kernels = DenseKernels(rt, params={"weight": dict(default_params(rt, "weight"), DZT=1)})
 blocked.backward(blocked.forward(rng.standard_normal((9, blocked.n_in))).get())
 # gemm_tn's k in three slices (dimension 2) and their sums, in both designs and with the
-# tiles' k-blocks: the forward on Y^T, the gated input gradient, the weight gradient
+# tiles' k-blocks: the forward on Y^T and on x (its bias and tanh after the sum), the gated
+# input gradient, the weight gradient
 BlockedDenseKernels.k_slices = staticmethod(lambda units, groups, nk: 3)
-for design in ({p: default_params(rt, "input" if p == "forward" else p, lanes=False)
-                for p in PRODUCTS},
-               {p: dict(default_params(rt, "input" if p == "forward" else p, lanes=False),
-                        TN_KB=8) for p in PRODUCTS},
-               {"forward": forward_yt_params(rt, "b64"), "input": lanes_params(rt, "input", "b64"),
-                "weight": lanes_params(rt, "weight", "b64")}):
-    design["forward"] = dict(design["forward"], FWD_YT=1)
-    net = nnlib.Sequential([nnlib.Dense(37, 11, "tanh", seed=1), nnlib.Dense(11, 5, seed=2)])
-    for layer in net.layers:
-        layer.kernels = DenseKernels(rt, params=design)
-    net.backward(net.forward(rng.standard_normal((10, 37))).get())
+for route in ("FWD_YT", "FWD_TN"):
+    for design in ({p: default_params(rt, "input" if p == "forward" else p, lanes=False)
+                    for p in PRODUCTS},
+                   {p: dict(default_params(rt, "input" if p == "forward" else p, lanes=False),
+                            TN_KB=8) for p in PRODUCTS},
+                   {"forward": lanes_tn, "input": lanes_params(rt, "input", "b64"),
+                    "weight": lanes_params(rt, "weight", "b64")}):
+        design["forward"] = design["forward"] | {route: 1}
+        net = nnlib.Sequential([nnlib.Dense(37, 11, "tanh", seed=1), nnlib.Dense(11, 5, seed=2)])
+        for layer in net.layers:
+            layer.kernels = DenseKernels(rt, params=design)
+        net.backward(net.forward(rng.standard_normal((10, 37))).get())
 BlockedDenseKernels.k_slices = staticmethod(k_slices)
 net = nnlib.Sequential([nnlib.Dense(37, 5, "relu"), nnlib.Dense(5, 3, "softmax")],
                        loss="cross_entropy")
