@@ -485,9 +485,11 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 #
 # Each class of problem has its own search on its own representative problem,
 # `TUNE_SHAPE[class]` = (batch, n) for an n -> n layer: batch 1, batches up to 4, larger
-# batches, small layers (at most 256 x 256 weights at batches above 4) and wide ones. In a
-# small layer a launch costs as much as the arithmetic, so a transpose that pays for itself at
-# 1024 -> 1024 may not pay there: the classes let the tuner answer differently.
+# batches, small layers (at most 256 x 256 weights at batches above 4), tall ones (the
+# forward and input gradient of a small layer at 256 rows or more, such as CATCH's 1920
+# tokens of 32 features) and wide ones. In a small layer a launch costs as much as the
+# arithmetic, so a transpose that pays for itself at 1024 -> 1024 may not pay there: the
+# classes let the tuner answer differently.
 #
 # Here is a small search run live: the forward product on the tuner's problem for batch 64
 # and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both
@@ -638,9 +640,9 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # at the end of its tile. It has none of `gemm_nt`'s horizontal sums, which cost the most
 # where k, the layer's inputs, is short: on CATCH's token layers (1920 rows, 32 -> 96) it
 # took 119 µs where `gemm_nt` took 181 µs (Debian's PoCL on the same 2 EPYC cores,
-# 2026-11-26), and the tuner keeps it for the class of small layers on both PoCL builds, not
-# on Intel's runtime, whose lanes `gemm_nt` was faster. Nor did
-# it build vectors from work-items everywhere: the optimizers' element-wise updates ran
+# 2026-11-26). The tuner tries it for the classes "b64" and "tall" (the tuning section
+# above); at notebook 02's batches of 64 the transpose of W costs more than it saves. Nor
+# did Intel's compiler build vectors from work-items everywhere: the optimizers' element-wise updates ran
 # several times faster with vectors of their own than as scalar work-items, and the fused
 # training kernel of the next section runs as one work-item on a CPU, with no neighbours to
 # fill the lanes. So on a CPU that prefers width 1, those kernels are built with the widest

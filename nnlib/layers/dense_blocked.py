@@ -12,8 +12,8 @@ import numpy as np
 from .. import tuning
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
-from .dense_params import (PRODUCTS, TUNE_SHAPE, build_options, candidates, default_params,
-                           k_slices, shape_class, work_group)
+from .dense_params import (PRODUCTS, TUNE_ACTIVATION, TUNE_SHAPE, build_options, candidates,
+                           default_params, k_slices, shape_class, work_group)
 
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
@@ -200,14 +200,16 @@ class BlockedDenseKernels:
 
 def measure(rt, product: str, shape: str, params: dict) -> float:
     """Seconds per launch of ``product`` with ``params`` on the representative problem of
-    class ``shape`` (TUNE_SHAPE's batch, n -> n, tanh), data on the device."""
+    class ``shape`` (TUNE_SHAPE's batch, n -> n, TUNE_ACTIVATION's or tanh), data on the
+    device."""
     batch, n = TUNE_SHAPE[shape]
+    act = ACTIVATIONS[TUNE_ACTIVATION.get(shape, "tanh")]
     rng = np.random.default_rng(0)
     x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
                 for s in ((batch, n), (n, n), (batch, n)))
     b, out, dw = rt.zeros((n,)), rt.empty((batch, n)), rt.zeros((n, n))
     kernels = BlockedDenseKernels(rt, params={product: params})
-    run = {"forward": lambda: kernels.forward(x, w, b, out, 1),
-           "input": lambda: kernels.backward_input(dz, w, out, x, 1),
+    run = {"forward": lambda: kernels.forward(x, w, b, out, act),
+           "input": lambda: kernels.backward_input(dz, w, out, x, act),
            "weight": lambda: kernels.backward_weight(dz, x, dw, b)}[product]
     return tuning.time_launches(run, rt.queue.finish)

@@ -19,13 +19,21 @@ BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 # 5888 x 5888) are their own class, tuned on (256, 2048 -> 2048): their operands no longer
 # fit the caches, and the tile order that wins at 512 loses there. Layers of at most
 # SMALL_WEIGHTS weights at batches above 4 (notebook 02's 240 -> 128 -> 64 -> 3, CATCH's
-# token layers: 320-1920 rows of 16-288 features) are the class "small", tuned on (512,
-# 128 -> 128): a launch there costs as much as the arithmetic, and a step the tuner buys
-# at 1024 -> 1024 (a transpose before or after a product) may not pay for itself.
+# layers: 320-1920 rows of 16-288 features) are the class "small", tuned on (512, 128 ->
+# 128): a launch there costs as much as the arithmetic, and a step the tuner buys at 1024
+# -> 1024 (a transpose before or after a product) may not pay for itself. Their forward and
+# input gradient at TALL_BATCH rows and more (CATCH's, not notebook 02's batches of 64) are
+# the class "tall", tuned on (1920, 32 -> 32), CATCH's token layers: there k may be as
+# short as 32, which gemm_nt's horizontal sums pay for, and a launch more (FWD_TN's
+# transpose of W) costs little beside the product.
 WIDE_WEIGHTS = 2048 * 2048
 SMALL_WEIGHTS = 256 * 256
+TALL_BATCH = 256
 TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (512, 128),
-              "wide": (256, 2048)}
+              "tall": (1920, 32), "wide": (256, 2048)}
+# The activation of each class's problem: tanh (the article's), but ReLU for "tall": CATCH's
+# layers have none or ReLU, and 61,440 tanh a launch would outweigh the product it tunes.
+TUNE_ACTIVATION = {"tall": "relu"}
 WIDTHS = (4, 8, 16)  # dense.cl's VW: its tiles sum the lanes four at a time (sum_lanes4)
 # parameters of the launch, not build options
 LAUNCH_KEYS = ("LOCAL", "LOCAL_J", "DZT", "FWD_YT", "FWD_TN")
@@ -51,13 +59,15 @@ def k_slices(compute_units: int, groups: int, nk: int) -> int:
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
     """The class whose tuned parameters ``product`` uses at ``batch`` on a layer of
     ``weights`` weights (n_in * n_out): "wide" or "small" by the weights (at batches above
-    4), else by the batch. dW sums over the batch (its tile runs along n_out and n_in): its
-    classes go by the weights alone."""
+    4; "tall" at TALL_BATCH and above), else by the batch. dW sums over the batch (its tile
+    runs along n_out and n_in): its classes go by the weights alone."""
     if weights >= WIDE_WEIGHTS:
         return "wide"
     shape = "b64" if product == "weight" else next(
         name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
-    return "small" if shape == "b64" and 0 < weights <= SMALL_WEIGHTS else shape
+    if shape != "b64" or not 0 < weights <= SMALL_WEIGHTS:
+        return shape
+    return "tall" if product != "weight" and batch >= TALL_BATCH else "small"
 
 
 def _tn_tile(vw: int, shape: str) -> tuple:
@@ -139,7 +149,7 @@ def candidates(rt, product: str, shape: str) -> list:
     (without, where the default has it) and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "small": (2, 4, 6),
-            "wide": (2, 4, 6)}[shape]
+            "tall": (2, 4, 6), "wide": (2, 4, 6)}[shape]
     base = default_params(rt, product, shape, lanes=False)
     if product == "weight":  # rows of dW (n_out), whatever the batch; 6 x 4 vectors at most
         rows = (4, 6, 8) if base["TN_V"] < 4 else (4, 6)
@@ -196,9 +206,10 @@ def lanes_work_group(rt) -> int:
 # The lanes design's tiles per product and batch class, most promising first: the forward's
 # rows of x per work-group (NT_I), the gradients' rows x columns per work-item (TN_R, TN_V).
 LANES_TILES = {
-    "forward": {"b1": (1, 2), "b4": (4, 2), "b64": (16, 8), "small": (16, 8), "wide": (16, 8)},
+    "forward": {"b1": (1, 2), "b4": (4, 2), "b64": (16, 8), "small": (16, 8), "tall": (16, 8),
+                "wide": (16, 8)},
     "input": {"b1": ((1, 8), (1, 16), (2, 8)), "b4": ((4, 4), (2, 8)),
-              **{shape: ((4, 4), (6, 4), (8, 2)) for shape in ("b64", "small", "wide")}},
+              **{shape: ((4, 4), (6, 4), (8, 2)) for shape in ("b64", "small", "tall", "wide")}},
     "weight": {shape: ((4, 4), (6, 4), (8, 2), (4, 6)) for shape in TUNE_SHAPE},
 }
 
@@ -219,13 +230,13 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
 # promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
 # it), so only the classes of large batches (these keys) take it, in either design.
 FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "small": ((8, 2), (6, 4), (8, 4)),
-                    "wide": ((8, 2), (6, 4))}
+                    "tall": ((8, 2), (6, 4)), "wide": ((8, 2), (6, 4))}
 
 
 # The forward by gemm_tn_bias on x read in place and W^T (FWD_TN): C = Y has the batch's
 # rows, so only the classes of many rows take it. It skips gemm_nt's horizontal sums, which
 # cost most where k (n_in) is short: CATCH's token layers of 32 features.
-FORWARD_TN_CLASSES = ("b64", "small")
+FORWARD_TN_CLASSES = ("b64", "tall")
 
 
 def forward_yt_params(rt, shape: str, tile=None) -> dict:
