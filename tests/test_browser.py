@@ -314,8 +314,9 @@ def test_search_marks_the_query_in_results_and_on_the_page(browser, site):
     assert all(marks and all(m.lower() == "softmax" for m in marks) for _, marks in results[:5])
     assert not any("In [" in text for text in browser.execute_script(
         "return [...document.querySelectorAll('#results p')].map(p => p.textContent)"))
-    browser.get(results[0][0])
-    marks = browser.execute_script(
-        "return [...document.querySelectorAll('.site-main mark')].map(m => m.textContent)")
+    browser.get(results[0][0])  # the page marks the query once its script has run
+    marks = wait_for(lambda: browser.execute_script(
+        "return [...document.querySelectorAll('.site-main mark')].map(m => m.textContent)"),
+        10, "the query marked on the page")
     browser.save_screenshot(str(SHOTS / "search_target.png"))
-    assert marks and all(m.lower() == "softmax" for m in marks)
+    assert all(m.lower() == "softmax" for m in marks)
