@@ -230,8 +230,8 @@ def test_gemm_tn_split_over_k_matches_reference(rt, rng, monkeypatch, design, pr
     params = SPLIT_DESIGNS[design](rt, "input" if product.startswith("forward") else product)
     if product.startswith("forward"):
         route = "FWD_YT" if product == "forward" else "FWD_TN"
-        params = ({k: v for k, v in forward_yt_params(rt, "b64").items() if k != "FWD_YT"}
-                  if design == "lanes" else params) | {route: 1}
+        params = (forward_yt_params(rt, "b64", route=route) if design == "lanes"
+                  else params | {route: 1})
         product = "forward"
     test_every_tuning_candidate_matches_reference(rt, rng, product, params)
     assert 1 in splits and max(splits) > 3
@@ -274,10 +274,10 @@ def test_lanes_design_matches_reference_for_every_activation(rt, rng, act, forwa
     place (FWD_TN), each in the lanes design and in the tiles one, also above the device's
     work-group limit."""
     params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
-    lanes_tn = {k: v for k, v in forward_yt_params(rt, "b64").items() if k != "FWD_YT"}
     tiles_tn = default_params(rt, "input", lanes=False)
-    params["forward"] = {"gemm_nt": params["forward"], "on Y^T": lanes_tn | {"FWD_YT": 1},
-                         "tiles on Y^T": tiles_tn | {"FWD_YT": 1}, "on x": lanes_tn | {"FWD_TN": 1},
+    params["forward"] = {"gemm_nt": params["forward"], "on Y^T": forward_yt_params(rt, "b64"),
+                         "tiles on Y^T": tiles_tn | {"FWD_YT": 1},
+                         "on x": forward_yt_params(rt, "b64", route="FWD_TN"),
                          "tiles on x": tiles_tn | {"FWD_TN": 1}}[forward]
     sizes = [(1, 13, 3), (19, 9, 4), (5, 37, 21), (33, 6, 70)]
     if forward != "gemm_nt":

@@ -239,12 +239,13 @@ FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "small": ((8, 2), (6, 4), (
 FORWARD_TN_CLASSES = ("b64", "tall")
 
 
-def forward_yt_params(rt, shape: str, tile=None) -> dict:
-    """The forward on Y^T (FWD_YT) in the lanes design: ``tile`` (default the class's first
-    of FORWARD_YT_TILES) on work-groups of :func:`lanes_work_group` work-items."""
+def forward_yt_params(rt, shape: str, tile=None, route: str = "FWD_YT") -> dict:
+    """The forward on Y^T (FWD_YT), or with ``route`` "FWD_TN" by gemm_tn_bias on x, in the
+    lanes design: ``tile`` (default the class's first of FORWARD_YT_TILES) on work-groups of
+    :func:`lanes_work_group` work-items."""
     tile = FORWARD_YT_TILES[shape][0] if tile is None else tile
     return {"TN_LANES": 1, "FMA": int(rt.limits.vectorises_across_work_items),
-            "LOCAL": lanes_work_group(rt), "TN_R": tile[0], "TN_V": tile[1], "FWD_YT": 1}
+            "LOCAL": lanes_work_group(rt), "TN_R": tile[0], "TN_V": tile[1], route: 1}
 
 
 def lanes_candidates(rt, product: str, shape: str) -> list:
@@ -259,8 +260,7 @@ def lanes_candidates(rt, product: str, shape: str) -> list:
     if product == "forward":
         out += [forward_yt_params(rt, shape, t) for t in FORWARD_YT_TILES.get(shape, ())]
     if product == "forward" and shape in FORWARD_TN_CLASSES:
-        out.append({k: v for k, v in forward_yt_params(rt, shape).items() if k != "FWD_YT"}
-                   | {"FWD_TN": 1})
+        out.append(forward_yt_params(rt, shape, route="FWD_TN"))
     return out
 
 

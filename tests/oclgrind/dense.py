@@ -26,10 +26,10 @@ blocked.kernels = DenseKernels(rt, params={"forward": dict(
 blocked.forward(rng.standard_normal((9, blocked.n_in)))
 # the forward on Y^T (FWD_YT) and on x in place (FWD_TN) in both designs: partial 4 x 4
 # blocks of the transposes, gemm_tn_bias's partial column blocks
-lanes_tn = {k: v for k, v in forward_yt_params(rt, "b64").items() if k != "FWD_YT"}
 for route in ("FWD_YT", "FWD_TN"):
-    for tn in (lanes_tn, default_params(rt, "input", lanes=False)):
-        blocked.kernels = DenseKernels(rt, params={"forward": tn | {route: 1}})
+    for tn in (forward_yt_params(rt, "b64", route=route),
+               default_params(rt, "input", lanes=False) | {route: 1}):
+        blocked.kernels = DenseKernels(rt, params={"forward": tn})
         blocked.forward(rng.standard_normal((9, blocked.n_in)))
 # the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose
 blocked.kernels = DenseKernels(rt, params={"weight": dict(default_params(rt, "weight"), DZT=1)})
@@ -43,7 +43,8 @@ for route in ("FWD_YT", "FWD_TN"):
                     for p in PRODUCTS},
                    {p: dict(default_params(rt, "input" if p == "forward" else p, lanes=False),
                             TN_KB=8) for p in PRODUCTS},
-                   {"forward": lanes_tn, "input": lanes_params(rt, "input", "b64"),
+                   {"forward": forward_yt_params(rt, "b64", route=route),
+                    "input": lanes_params(rt, "input", "b64"),
                     "weight": lanes_params(rt, "weight", "b64")}):
         design["forward"] = design["forward"] | {route: 1}
         net = nnlib.Sequential([nnlib.Dense(37, 11, "tanh", seed=1), nnlib.Dense(11, 5, seed=2)])
