@@ -325,12 +325,15 @@ def source_digest(family: str) -> str | None:
     return hashlib.sha1(b"".join(path.read_bytes() for path in files)).hexdigest()[:12]
 
 
-def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict) -> dict:
+def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict,
+          problem=None) -> dict:
     """The parameters of kernel family ``family`` for problems of ``shape_class`` on ``rt``'s
     device: ``default`` with ``NNLIB_TUNE=0``, else the fastest of ``candidates`` found by
     :func:`search`, stored for the next process. A search that ran out of its BUDGET_S
     (candidates are listed most promising first) goes on where it stopped in the next
-    process that uses the family, until every candidate has been timed."""
+    process that uses the family, until every candidate has been timed. ``problem`` (a
+    JSON value) names what ``measure`` times; stored times of another problem are not
+    kept."""
     current = mode()
     if current == "0":
         return dict(default)
@@ -342,7 +345,7 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
     digest = source_digest(family)
     entry = None if current == "retune" else stored(rt).get(key)
     known = None if entry is None else _stored_times(entry, candidates, default, digest,
-                                                     f"{key} in {cache_file(rt)}")
+                                                     f"{key} in {cache_file(rt)}", problem)
     if known is None or None in known:
         start = time.perf_counter()
         results = search(candidates, measure, f"{key} on {rt.device.name.strip()}",
@@ -352,6 +355,7 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict)
                        and np.isfinite(t)), None)
         untried = sum(t is None for _, t in results)
         entry = {"params": best, "seconds": best_s, "untried": untried, "source": digest,
+                 "problem": problem,
                  "candidates": [[p, "failed" if t is not None and not np.isfinite(t) else t]
                                 for p, t in results],
                  "search_s": round(time.perf_counter() - start, 3),
@@ -377,13 +381,14 @@ def _best(candidates: list, times: list, default: dict) -> dict:
     return min(ran, key=lambda r: r[1])[0] if ran else dict(default)
 
 
-def _stored_times(entry, candidates: list, default: dict, digest, where: str):
+def _stored_times(entry, candidates: list, default: dict, digest, where: str,
+                  problem=None):
     """The times of a stored search to go on from, or None to search again. The stored
     entry is data, never trusted: it counts only if it was measured on today's kernel source
-    (``digest``) over exactly today's ``candidates`` (the family's candidate space on this
-    device, each one a kernel the tests check against its reference), every time is valid
-    and its parameters are the ones its times choose. Anything else is dropped with a
-    warning naming the file (``where``) and the family is searched again."""
+    (``digest``) and ``problem`` over exactly today's ``candidates`` (the family's candidate
+    space on this device, each one a kernel the tests check against its reference), every
+    time is valid and its parameters are the ones its times choose. Anything else is dropped
+    with a warning naming the file (``where``) and the family is searched again."""
     if not isinstance(entry, dict):
         _drop(where, f"a result that is a JSON {type(entry).__name__}")
         return None
@@ -398,8 +403,9 @@ def _stored_times(entry, candidates: list, default: dict, digest, where: str):
         _drop(where, f"the parameters {params!r}, which are not among this family's "
                      f"{len(candidates)} candidates on this device")
         return None
-    if entry.get("source") != digest or [c[0] for c in stored_list] != candidates:
-        return None  # measured on another kernel source or candidate list: search again
+    if entry.get("source") != digest or entry.get("problem") != problem \
+            or [c[0] for c in stored_list] != candidates:
+        return None  # measured on another kernel source, problem or candidate list: again
     times = [float("inf") if t == "failed" else t for _, t in stored_list]
     if params != _best(candidates, times, default):
         _drop(where, f"the parameters {params!r}, which are not the fastest its times name")

@@ -485,11 +485,12 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 #
 # Each class of problem has its own search on its own representative problem,
 # `TUNE_SHAPE[class]` = (batch, n) for an n -> n layer: batch 1, batches up to 4, larger
-# batches, small layers (at most 256 x 256 weights at batches above 4), tall ones (the
-# forward and input gradient of a small layer at 256 rows or more, such as CATCH's 1920
+# batches, small layers (at most 256 x 256 weights at batches above 4, such as notebook 02's
+# at batches of 64), tall ones (a small layer at 256 rows or more, such as CATCH's 1920
 # tokens of 32 features) and wide ones. In a small layer a launch costs as much as the
 # arithmetic, so a transpose that pays for itself at 1024 -> 1024 may not pay there: the
-# classes let the tuner answer differently.
+# classes let the tuner answer differently. Each class's problem lies in the class; a
+# stored result remembers the problem it was timed on and is timed again if that changes.
 #
 # Here is a small search run live: the forward product on the tuner's problem for batch 64
 # and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both
@@ -634,7 +635,9 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # to the tiles: each lane would read its own row of W, a gather.) The forward joins it the
 # other way round, as the same product on Y^T = W X^T (`FWD_YT`): W read in place, one
 # broadcast value per output, and only the batch-sized X and Y transposed around it; the
-# tuner tries it for the large batches on every device and keeps it where it wins. A third
+# tuner tries it for the large batches on every device and keeps it where it wins, though not
+# for small layers at notebook 02's batches of 64, where the two transposes of each layer
+# cost its training step more than the product saves. A third
 # route, `FWD_TN`, turns nothing around: `gemm_tn_bias` reads X in place as P, takes W^T
 # (W is the small operand: one transpose first) as B, and adds the bias and the activation
 # at the end of its tile. It has none of `gemm_nt`'s horizontal sums, which cost the most

@@ -318,7 +318,8 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert shape_class("weight", 1) == "b64"
     assert shape_class("forward", 64, 240 * 128) == "small" == shape_class("weight", 1, 256 ** 2)
     assert shape_class("forward", 1920, 32 * 96) == "tall" == shape_class("input", 256, 9)
-    assert shape_class("input", 255, 9) == "small" == shape_class("weight", 1920, 32 * 96)
+    assert shape_class("input", 255, 9) == "small" == shape_class("weight", 255, 32 * 96)
+    assert shape_class("weight", 1920, 32 * 96) == "tall"
     assert shape_class("input", 64, 256 ** 2 + 1) == "b64" and shape_class("input", 4, 9) == "b4"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
 

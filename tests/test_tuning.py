@@ -63,6 +63,20 @@ def test_other_driver_profile_or_shape_class_search_again(tuning_cache, monkeypa
     assert len(list(tuning_cache.glob("*.json"))) == 3
 
 
+def test_times_of_another_problem_are_searched_again(tuning_cache):
+    """A class whose representative problem changed (dense's "small": 512 rows, then 64) is
+    timed again; the same problem is read from the cache."""
+    tuning.tuned(fake_rt(), "gemm", "small", CANDIDATES, Meter(), {"rows": 2},
+                 problem=[512, 128, "tanh"])
+    for problem, searched in (([512, 128, "tanh"], False), ([64, 128, "tanh"], True)):
+        tuning.set_mode("1")
+        meter = Meter()
+        tuning.tuned(fake_rt(), "gemm", "small", CANDIDATES, meter, {"rows": 2},
+                     problem=problem)
+        assert bool(meter.calls) == searched, problem
+    assert tuning.stored(fake_rt())["gemm/small"]["problem"] == [64, 128, "tanh"]
+
+
 def test_mode_0_uses_the_default_and_touches_nothing(tuning_cache):
     tuning.set_mode("0")
     meter = Meter()

@@ -48,7 +48,8 @@ class BlockedDenseKernels:
         return tuning.tuned(self.runtime, f"dense.{product}", shape,
                             candidates(self.runtime, product, shape),
                             lambda p: measure(self.runtime, product, shape, p),
-                            default_params(self.runtime, product, shape))
+                            default_params(self.runtime, product, shape),
+                            problem=tune_problem(shape))
 
     def _launcher(self, product: str, batch: int, weights: int, kernel: str):
         """The launcher of ``kernel`` (gemm_nt or a gemm_tn kernel) built with the
@@ -198,12 +199,17 @@ class BlockedDenseKernels:
                         n_out, n_in, batch, np.int32(accumulate), db.data)
 
 
+def tune_problem(shape: str) -> list:
+    """What :func:`measure` times for class ``shape``: [batch, n, activation]."""
+    return [*TUNE_SHAPE[shape], TUNE_ACTIVATION.get(shape, "tanh")]
+
+
 def measure(rt, product: str, shape: str, params: dict) -> float:
     """Seconds per launch of ``product`` with ``params`` on the representative problem of
     class ``shape`` (TUNE_SHAPE's batch, n -> n, TUNE_ACTIVATION's or tanh), data on the
     device."""
-    batch, n = TUNE_SHAPE[shape]
-    act = ACTIVATIONS[TUNE_ACTIVATION.get(shape, "tanh")]
+    batch, n, act_name = tune_problem(shape)
+    act = ACTIVATIONS[act_name]
     rng = np.random.default_rng(0)
     x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
                 for s in ((batch, n), (n, n), (batch, n)))

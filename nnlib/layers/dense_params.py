@@ -18,18 +18,20 @@ BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 # Layers of at least WIDE_WEIGHTS weights (CATCH's flatten heads at the official sizes:
 # 5888 x 5888) are their own class, tuned on (256, 2048 -> 2048): their operands no longer
 # fit the caches, and the tile order that wins at 512 loses there. Layers of at most
-# SMALL_WEIGHTS weights at batches above 4 (notebook 02's 240 -> 128 -> 64 -> 3, CATCH's
-# layers: 320-1920 rows of 16-288 features) are the class "small", tuned on (512, 128 ->
-# 128): a launch there costs as much as the arithmetic, and a step the tuner buys at 1024
-# -> 1024 (a transpose before or after a product) may not pay for itself. Their forward and
-# input gradient at TALL_BATCH rows and more (CATCH's, not notebook 02's batches of 64) are
-# the class "tall", tuned on (1920, 32 -> 32), CATCH's token layers: there k may be as
-# short as 32, which gemm_nt's horizontal sums pay for, and a launch more (FWD_TN's
-# transpose of W) costs little beside the product.
+# SMALL_WEIGHTS weights at batches above 4 and below TALL_BATCH (notebook 02's 240 -> 128
+# -> 64 -> 3 at batches of 64) are the class "small", tuned on (64, 128 -> 128): a launch
+# there costs as much as the arithmetic, and a step the tuner buys at 1024 -> 1024 (a
+# transpose before or after a product) may not pay for itself. At TALL_BATCH rows and more
+# (CATCH's layers: 320-1920 rows of 16-288 features) they are the class "tall", tuned on
+# (1920, 32 -> 32), CATCH's token layers: there k may be as short as 32, which gemm_nt's
+# horizontal sums pay for, and a launch more (FWD_TN's transpose of W) costs little beside
+# the product. Each class's problem lies in the class: tuned on 512 rows, "small" took
+# work-groups of 256 for its input gradient on Intel's runtime, which at 64 rows ran
+# 1.6x slower than the lanes design.
 WIDE_WEIGHTS = 2048 * 2048
 SMALL_WEIGHTS = 256 * 256
 TALL_BATCH = 256
-TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (512, 128),
+TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (64, 128),
               "tall": (1920, 32), "wide": (256, 2048)}
 # The activation of each class's problem: tanh (the article's), but ReLU for "tall": CATCH's
 # layers have none or ReLU, and 61,440 tanh a launch would outweigh the product it tunes.
@@ -58,16 +60,17 @@ def k_slices(compute_units: int, groups: int, nk: int) -> int:
 
 def shape_class(product: str, batch: int, weights: int = 0) -> str:
     """The class whose tuned parameters ``product`` uses at ``batch`` on a layer of
-    ``weights`` weights (n_in * n_out): "wide" or "small" by the weights (at batches above
-    4; "tall" at TALL_BATCH and above), else by the batch. dW sums over the batch (its tile
-    runs along n_out and n_in): its classes go by the weights alone."""
+    ``weights`` weights (n_in * n_out): "wide" by the weights; "small" or (at TALL_BATCH
+    rows and more) "tall" for small layers at batches above 4; else by the batch. dW sums
+    over the batch (its tile runs along n_out and n_in): at batches up to 4 it takes the
+    class of batch 64."""
     if weights >= WIDE_WEIGHTS:
         return "wide"
     shape = "b64" if product == "weight" else next(
         name for limit, name in BATCH_CLASSES if limit is None or batch <= limit)
     if shape != "b64" or not 0 < weights <= SMALL_WEIGHTS:
         return shape
-    return "tall" if product != "weight" and batch >= TALL_BATCH else "small"
+    return "tall" if batch >= TALL_BATCH else "small"
 
 
 def _tn_tile(vw: int, shape: str) -> tuple:
@@ -228,9 +231,11 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
 # The forward on Y^T (FWD_YT, dense.cl's gemm_tn on W read in place and X^T): its tiles in
 # the lanes design (TN_R outputs x TN_V batch columns per work-item) per batch class, most
 # promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
-# it), so only the classes of large batches (these keys) take it, in either design.
-FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "small": ((8, 2), (6, 4), (8, 4)),
-                    "tall": ((8, 2), (6, 4)), "wide": ((8, 2), (6, 4))}
+# it), so only the classes of large batches (these keys) take it, in either design; not
+# "small": tuned on one layer at batch 64, PyPI's PoCL took it by 8 %, and in notebook 02's
+# steps its two transposes a layer (nine launches where three did) cost its epoch 15 %.
+FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "tall": ((8, 2), (6, 4)),
+                    "wide": ((8, 2), (6, 4))}
 
 
 # The forward by gemm_tn_bias on x read in place and W^T (FWD_TN): C = Y has the batch's
