@@ -14,8 +14,9 @@
 // (`acc += w * a`) that the compiler turns into SIMD instructions. What decides the speed on
 // PoCL 3.0 (PyPI's build), which calls rather than inlines builtins such as vloadN, fma, min
 // and tanh: vectors loaded by hand (floatv.h's LOAD_BY_HAND), activations four outputs at a
-// time with tanh inline (activate4_inline), and every loop over a tile unrolled so that its
-// accumulators stay in registers (python -m nnlib.bench.seed_experiment times the step).
+// time with tanh inline (activation.cl's tanh_rational4), and every loop over a tile
+// unrolled so that its accumulators stay in registers (python -m nnlib.bench.seed_experiment
+// times the step).
 // requires: activation.cl
 
 #ifndef VW
@@ -47,27 +48,10 @@ typedef struct {
 
 #include "floatv.h"
 #include "activation_vector.h"
-#define RB 4  // forward tile: weight rows (sum_lanes4 and activate4_inline take four) ...
+#define RB 4  // forward tile: weight rows (sum_lanes4 and activate4 take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
 #define WB 6  // weight gradient tile: weight rows (x two vectors of columns)
-
-// activate4 with tanh as a rational function, tanh(x) ~ x P(x^2) / Q(x^2) on [-9, 9] and +-1
-// beyond (the Pade-like form of fast tanh in vectorised math libraries; coefficients fitted by
-// weighted least squares on the relative error): within 4e-7 of tanh, about 6 float32 ulp.
-// PoCL calls its vector tanh (a function call per four values); this is ten multiply-adds and
-// a division, inline.
-inline float4 activate4_inline(float4 z, int act)
-{
-    if (act != ACT_TANH)
-        return activate4(z, act);
-    float4 x = z > 9.0f ? (float4)(9.0f) : z < -9.0f ? (float4)(-9.0f) : z, t = x * x;
-    float4 p = (((1.33565641e-08f * t + 2.06105205e-05f) * t + 3.495678065e-03f) * t
-                + 0.1338110217f) * t + 0.9999999796f;
-    float4 q = (((7.777356777e-07f * t + 3.285780158e-04f) * t + 2.587732685e-02f) * t
-                + 0.4671441782f) * t + 1.0f;
-    return x * p / q;
-}
 
 // LAST(i, n): i, or n - 1 past the end (plain arithmetic: PyPI PoCL calls builtins like min)
 #define LAST(i, n) ((i) < (n) ? (i) : (n) - 1)
@@ -366,7 +350,7 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 float4 bv = (float4)(bias[0], bias[LAST(1, rows)], bias[LAST(2, rows)],
                                      bias[LAST(3, rows)]);
                 for (int s = 0; s < samples; ++s) {
-                    float4 out = activate4_inline(z[s] + bv, act);
+                    float4 out = activate4(z[s] + bv, act);
                     local float *yr = y + (b0 + s) * n_out + r0;
                     yr[0] = out.s0;
                     if (rows > 1)

@@ -314,15 +314,15 @@ BUDGET_S = 6.0  # seconds of new candidates per family and process (mostly compi
 
 
 def source_digest(family: str) -> str | None:
-    """A digest of the kernel source the timings of ``family`` hold for: ``kernels/<topic>.cl``
-    (the family's first word: "dense.forward" -> dense.cl) and the shared headers; None for a
-    family without a kernel file."""
+    """A digest of the kernel source the timings of ``family`` hold for: the program of
+    ``kernels/<topic>.cl`` (the family's first word: "dense.forward" -> dense.cl) with the
+    files it requires and the headers it includes (activation.cl's tanh is part of dense's
+    kernels); None for a family without a kernel file."""
     try:
-        files = [sources.kernel_path(family.split(".")[0])]
+        text = sources.program_source(family.split(".")[0])
     except FileNotFoundError:
         return None
-    files += sorted(sources.kernel_dir().glob("*.h"))
-    return hashlib.sha1(b"".join(path.read_bytes() for path in files)).hexdigest()[:12]
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict,

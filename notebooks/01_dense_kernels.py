@@ -70,7 +70,9 @@ print(inspect.getsource(ref.dense_backward))
 # The article's design gives each work-item one output neuron of one sample: it walks the
 # weight row and the input row together, four values at a time with `dot` on `float4`
 # vectors, adds the bias and applies the activation. The activation functions are shared by
-# several kernel files, so they live in `kernels/activation.cl`:
+# several kernel files, so they live in `kernels/activation.cl`. Its tanh is a ratio of two
+# polynomials, within 4e-7 of the real one: a few multiply-adds inline, where PoCL's built-in
+# `tanh` is a library call for every value.
 
 # %%
 print(nnlib.source("activation", folder="../kernels").split("// One work-item per element")[0])

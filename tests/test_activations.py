@@ -100,6 +100,24 @@ def test_forward_and_derivative_kernels_match_reference(rt, rng, act):
                                    atol=1e-5)
 
 
+def test_tanh_is_within_4e_7_of_tanh(rt):
+    """The kernels' tanh is a rational function (activation.cl's TANH_RATIONAL): within 4e-7
+    of float64 tanh across and beyond its range, through activate (activation_forward) and
+    activate4 (the blocked forward's epilogue, four outputs of each row at a time)."""
+    z = np.concatenate([np.linspace(-12, 12, 2429), [-1e-6, 1e-7, 0.0]]).astype(np.float32)
+    want = np.tanh(z.astype(np.float64))
+    y = rt.empty(z.shape)
+    rt.launcher("activation", "activation_forward")(
+        z.shape, None, rt.to_device(z).data, y.data, np.int32(len(z)),
+        np.int32(ACTIVATIONS["tanh"]))
+    np.testing.assert_allclose(y.get(), want, rtol=0, atol=4e-7)
+    layer = nnlib.Dense(1, 5, "tanh", runtime=rt)  # five equal outputs a row: one float4 and one
+    layer.weight.set(np.ones((5, 1), np.float32))
+    layer.bias.set(np.zeros(5, np.float32))
+    got = layer.forward(rt.to_device(z[:, None])).get()
+    np.testing.assert_allclose(got, np.repeat(want[:, None], 5, axis=1), rtol=0, atol=4e-7)
+
+
 @pytest.mark.parametrize("act", ELEMENTWISE)
 def test_reference_derivative_matches_finite_differences(act):
     z = np.linspace(-3, 3, 61) + 0.013  # off relu's kink at 0

@@ -105,9 +105,10 @@ def test_fused_step_equals_numpy_reference(rt, rng, kind, groups):
 
 
 def test_inline_tanh_is_within_4e_7_of_tanh(rt):
-    """The fused forward pass computes tanh as a rational function (activate4_inline): one
-    tanh unit with weight 1 and target 0 at lr 0 leaves tanh(x)^2 as each sample's loss, for
-    x across and beyond the function's range, in every tile position (1..5 outputs)."""
+    """The fused forward pass computes tanh as a rational function (activation.cl's
+    tanh_rational4, through activate4): one tanh unit with weight 1 and target 0 at lr 0
+    leaves tanh(x)^2 as each sample's loss, for x across and beyond the function's range, in
+    every tile position (1..5 outputs)."""
     x = np.concatenate([np.linspace(-12, 12, 2429), [-1e-6, 1e-7, 0.0]]).astype(np.float32)
     for n_out in range(1, 6):
         net = mlp(rt, (1, n_out), ("tanh",), "mse")

@@ -110,6 +110,25 @@ def test_a_changed_kernel_source_searches_again(tuning_cache, monkeypatch):
     assert sorted(set(meter.calls)) == [2, 4, 8]
 
 
+def test_the_digest_covers_required_files_and_headers(tmp_path, monkeypatch):
+    """dense.cl's kernels include activation.cl (``// requires:``) and floatv.h: an edit of
+    either is an edit of dense's kernels; a file dense.cl does not use is not."""
+    from nnlib import sources
+
+    for path in sources.kernel_dir().iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setattr(sources, "kernel_dir", lambda: tmp_path)
+    before = tuning.source_digest("dense")
+    with open(tmp_path / "fft.cl", "a") as f:
+        f.write("// an edit elsewhere\n")
+    assert tuning.source_digest("dense") == before
+    for name in ("activation.cl", "floatv.h"):
+        with open(tmp_path / name, "a") as f:
+            f.write("// an edit\n")
+        assert tuning.source_digest("dense") != before, name
+        before = tuning.source_digest("dense")
+
+
 def test_clear_and_a_changed_candidate_list_search_again(tuning_cache):
     rt = fake_rt()
     tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
