@@ -136,33 +136,55 @@ kernel void mask_sample(global const float *z, global const float *w,
     slope[at] = c == d ? 0.0f : sharpen * y * (1.0f - y);
 }
 
-// One work-item per four weights (k4, d), k = 4 k4 .. 4 k4 + 3 (fewer past width):
-// dw[d, k] += sum_{g, c} dmask[g, c, d] slope[g, c, d] z[g, c, k], each k's sum in the
-// order of (g, c) (four lanes of a float4 side by side, not a split of one sum).
+// One work-item per four weights (k4, d), k = 4 k4 .. 4 k4 + 3 (fewer past width), and slice
+// s of the (g, c) pairs (dimension 2): sum_{g, c} dmask[g, c, d] slope[g, c, d] z[g, c, k]
+// over the slice's pairs [s run, (s + 1) run), run = ceil(groups n / slices), in their
+// order (four lanes of a float4 side by side, not a split of one sum). One slice adds its
+// sums to dw (n, width); more write slice s's to dw + s n width, a (slices, n, width) buffer
+// that mask_weight_sum_slices adds up: a GPU then walks the pairs in many short runs side
+// by side, not in n width / 4 long ones.
 kernel void mask_weight_grad(global const float *z, global const float *slope,
                              global const float *dmask, global float *dw, int groups, int n,
-                             int width)
+                             int width, int slices)
 {
-    int k = 4 * get_global_id(0), d = get_global_id(1);
-    if (k >= width || d >= n)
+    int k = 4 * get_global_id(0), d = get_global_id(1), s = get_global_id(2);
+    if (k >= width || d >= n || s >= slices)
         return;
+    int pairs = groups * n, run = (pairs + slices - 1) / slices;
+    int p0 = min(pairs, s * run), p1 = min(pairs, p0 + run);
+    global float *out = dw + (size_t)s * n * width + (size_t)d * width;
     if (k + 4 <= width) {
         float4 sum = (float4)(0.0f);
-        for (int gc = 0; gc < groups * n; ++gc) {
+        for (int gc = p0; gc < p1; ++gc) {
             size_t at = (size_t)gc * n + d;
             sum += dmask[at] * slope[at] * LOAD4(z + (size_t)gc * width + k);
         }
-        STORE4(LOAD4(dw + (size_t)d * width + k) + sum, dw + (size_t)d * width + k);
+        STORE4(slices == 1 ? LOAD4(out + k) + sum : sum, out + k);
         return;
     }
     for (; k < width; ++k) {
         float sum = 0.0f;
-        for (int gc = 0; gc < groups * n; ++gc) {
+        for (int gc = p0; gc < p1; ++gc) {
             size_t at = (size_t)gc * n + d;
             sum += dmask[at] * slope[at] * z[(size_t)gc * width + k];
         }
-        dw[(size_t)d * width + k] += sum;
+        out[k] = slices == 1 ? out[k] + sum : sum;
     }
+}
+
+// One work-item per weight i < count: dw[i] += the slices' sums pw[s, i]
+// (mask_weight_grad's, (slices, count)), in slice order: the column sums of pw, as
+// dense.cl's dense_backward_bias, here so that CATCH builds no other program for them.
+kernel void mask_weight_sum_slices(global const float *pw, global float *dw, int slices,
+                                   int count)
+{
+    int i = get_global_id(0);
+    if (i >= count)
+        return;
+    float sum = 0.0f;
+    for (int s = 0; s < slices; ++s)
+        sum += pw[(size_t)s * count + i];
+    dw[i] += sum;
 }
 
 // ---------------------------------------------------------------- layer norm, GELU

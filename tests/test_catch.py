@@ -80,6 +80,27 @@ def test_mask_generator_matches_reference_and_finite_differences(rt, rng, gumbel
                                numeric_grad(soft_loss, w, 1e-6), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("slices", [3, 9])
+def test_mask_weight_gradient_summed_in_slices_of_the_pairs(rt, rng, monkeypatch, slices):
+    """The weight's gradient over slices of the (group, channel) pairs (forced: 3 of unequal
+    length; 9, more than 1 group of 5 channels has, so some slices are empty), widths a
+    multiple of four and not, and added to what the gradient holds (two passes)."""
+    monkeypatch.setattr(ops.MaskGenerator, "pair_slices", staticmethod(lambda *_: slices))
+    for groups, n, width in ((1, 5, 8), (7, 3, 6), (big(rt) // 2, 2, 13)):
+        z = rng.standard_normal((groups, n, width))
+        mg = ops.MaskGenerator(n, width, runtime=rt)
+        mg.weight.set(rng.standard_normal((n, width)) * 0.5)
+        noise = rng.logistic(size=(groups, n, n))
+        mg.forward(rt.to_device(z), rt.to_device(noise))
+        slope = ref.mask_sample(z, mg.weight.numpy().astype(np.float64), noise, 2.0)[2]
+        dmask = rng.standard_normal((groups, n, n))
+        want = ref.mask_weight_grad(z, slope, dmask)
+        for passes in (1, 2):
+            mg.backward(rt.to_device(dmask))
+            np.testing.assert_allclose(mg.weight.grad.get(), passes * want, rtol=1e-3,
+                                       atol=1e-3)
+
+
 def test_mask_generator_zero_noise_thresholds_at_one_half(rt, rng):
     z = rng.standard_normal((5, 3, 4))
     mg = ops.MaskGenerator(3, 4, runtime=rt)

@@ -152,6 +152,7 @@ def _kernel_tests() -> list:
         "mask_generator_matches_reference_and_finite_differences",
         "layer_norm_and_gelu_match_reference_and_finite_differences",
         "layer_norm_parameter_gradients_summed_in_slices_of_the_rows",
+        "mask_weight_gradient_summed_in_slices_of_the_pairs",
         "freq_mae_matches_reference_and_finite_differences", "step_scores_on_hand_made_cases")
     ] + ["tests/test_catch_masks.py::test_patch_amplitude_matches_reference",
          "tests/test_launcher.py"]

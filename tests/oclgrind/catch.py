@@ -22,7 +22,11 @@ ln = ops.LayerNorm(7, runtime=rt)  # the parameters' sums in 4 slices: 8, 8, 8 a
 ln.row_slices = lambda *_: 4
 ln.forward(rng.standard_normal((30, 7)).astype(np.float32))
 ln.backward(rng.standard_normal((30, 7)).astype(np.float32))
+mg = ops.MaskGenerator(3, 6, runtime=rt)  # the weight's sums in 4 slices of the 21 pairs
+mg.pair_slices = lambda *_: 4
+mg.forward(rng.standard_normal((7, 3, 6)).astype(np.float32))
+mg.backward(rng.standard_normal((7, 3, 3)).astype(np.float32))
 rt.queue.finish()
 print("kernels run: masked_attention_*, channel_dc_*, revin_*, freq_patches, swap_axes12, "
-      "mask_*, layer_norm_* (also in slices), add_layer_norm_forward, gelu_*, join_complex, "
-      "freq_mae, residual_windows, step_scores")
+      "mask_* (the weight's gradient also in slices), layer_norm_* (also in slices), "
+      "add_layer_norm_forward, gelu_*, join_complex, freq_mae, residual_windows, step_scores")
