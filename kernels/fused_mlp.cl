@@ -8,7 +8,9 @@
 // nnlib/fused.py checks that the network fits (widths vs local memory) and builds the table.
 //
 // Compile-time options (from nnlib/fused.py): RULE (0 SGD without momentum, 1 SGD with
-// momentum, 2 Adam/AdamW) and VW (the device's preferred float vector width, floatv.h). The
+// momentum, 2 Adam/AdamW), VW (the device's preferred float vector width, floatv.h) and TEAM
+// (1 on a CPU; on a GPU the work-items a forward dot product is split over, below) and WG
+// (vectors of columns a work-item updates at once in a row of weights). The
 // matrix products are register-blocked like dense.cl's: each work-item computes a tile of
 // outputs x samples in independent vector accumulators, written as plain arithmetic
 // (`acc += w * a`) that the compiler turns into SIMD instructions. What decides the speed on
@@ -28,6 +30,12 @@
 #ifndef PARTIAL
 #define PARTIAL 0
 #endif
+#ifndef TEAM
+#define TEAM 1
+#endif
+#ifndef WG
+#define WG 2
+#endif
 #define RULE_SGD 0
 #define RULE_MOMENTUM 1
 #define RULE_ADAM 2
@@ -38,7 +46,8 @@
 //   [act]         activation code (activation.cl); softmax only on the last layer
 //   [a_in, a_out] offsets in local memory of the batch's input and output activations
 // then, after the layers: [delta, dnext] offsets of two (batch, max width) gradient buffers in
-// local memory (dL/dz of a layer's outputs and of its inputs).
+// local memory (dL/dz of a layer's outputs and of its inputs), and [scratch] the offset of
+// RB x (work-group size) floats where TEAM > 1 (the forward's partial sums).
 #define TABLE 8
 
 typedef struct {
@@ -51,7 +60,7 @@ typedef struct {
 #define RB 4  // forward tile: weight rows (sum_lanes4 and activate4 take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
-#define WB 6  // weight gradient tile: weight rows (x two vectors of columns)
+#define WB 6  // weight gradient tile: weight rows (x WG vectors of columns)
 
 // LAST(i, n): i, or n - 1 past the end (plain arithmetic: PyPI PoCL calls builtins like min)
 #define LAST(i, n) ((i) < (n) ? (i) : (n) - 1)
@@ -109,6 +118,56 @@ inline void name(global const float *w, int n, local const float *a, int rows,  
 }
 DOT_TILE(dot_tile, SB)
 DOT_TILE(dot_tile1, 1)
+
+#if TEAM > 1
+// The forward of one layer on a GPU, whose neighbouring work-items must read neighbouring
+// addresses: the work-items in teams of TEAM (of the work-group's size if smaller); team k
+// takes tiles k, k + teams, ... of RB rows x one sample, lane l summing the columns l,
+// l + TEAM, ... of the tile's rows (a team reads TEAM consecutive weights of a row at once).
+// The lanes' partial sums meet in `scratch` (RB x size floats), where lane i adds up row i's
+// and applies the activation. Every work-item runs every round (two barriers each); the
+// last barrier ends the layer.
+inline void forward_teams(global const float *w, global const float *bias, int n_in,
+                          int n_out, local const float *a, local float *y, int count, int act,
+                          local float *scratch, int lid, int size)
+{
+    const int span = min(TEAM, size), teams = size / span, team = lid / span, lane = lid % span;
+    const int row_tiles = (n_out + RB - 1) / RB, tiles = row_tiles * count;
+    for (int t0 = 0; t0 < tiles; t0 += teams) {
+        const int t = t0 + team, busy = team < teams && t < tiles;
+        const int r0 = t % row_tiles * RB, b = t / row_tiles, rows = min(RB, n_out - r0);
+        float z[RB];
+        #pragma unroll
+        for (int i = 0; i < RB; ++i)
+            z[i] = 0.0f;
+        if (busy) {
+            global const float *wr[RB];
+            #pragma unroll
+            for (int i = 0; i < RB; ++i)
+                wr[i] = w + (r0 + LAST(i, rows)) * n_in;
+            local const float *ar = a + b * n_in;
+            for (int j = lane; j < n_in; j += span) {
+                const float aj = ar[j];
+                #pragma unroll
+                for (int i = 0; i < RB; ++i)
+                    z[i] += wr[i][j] * aj;
+            }
+        }
+        #pragma unroll
+        for (int i = 0; i < RB; ++i)
+            scratch[i * size + lid] = z[i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int i = lane; busy && i < rows; i += span) {
+            local const float *part = scratch + i * size + team * span;
+            float sum = bias[r0 + i];
+            for (int m = 0; m < span; ++m)
+                sum += part[m];
+            y[b * n_out + r0 + i] = activate(sum, act);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+#endif
 
 // UPDATE(name, T, load, store): the update of the parameters at p[k ...] (one float or one
 // vector T) from their gradient g, the rules of kernels/optim.cl (torch's):
@@ -238,7 +297,7 @@ inline void name(global float *restrict params, global float *restrict s1,      
 }
 WEIGHT_STEP(weight_step1, float, load1, update1, 1)
 WEIGHT_STEP(weight_stepv, floatv, LOAD_BY_HAND, updatev, 1)
-WEIGHT_STEP(weight_stepv2, floatv, LOAD_BY_HAND, updatev, 2)
+WEIGHT_STEP(weight_stepvg, floatv, LOAD_BY_HAND, updatev, WG)
 
 // The output layer's dL/dz of sample b into delta (n values), and its loss into *loss_out:
 // softmax + cross-entropy: dz = (p - t) inv_count, loss = -sum t log p;
@@ -276,12 +335,13 @@ inline void output_delta(local float *y, global const float *t, local float *del
 // The work-group (any size; its work-items share every loop below):
 //   input      work-item i copies vectors i, i + size, ... of the batch's rows of x;
 //   forward    work-item i computes tiles i, i + size, ... of RB outputs x SB samples of a
-//              layer (dot_tile);
+//              layer (dot_tile); on a GPU (TEAM > 1) teams of work-items share each tile of
+//              RB outputs x one sample (forward_teams);
 //   loss       work-item i takes samples i, i + size, ...: softmax, loss, output delta;
 //   backward   first dL/dz of the layer below, from the old weights, in tiles of BT samples x
 //              one vector of input columns (input_grad, the activation's derivative
 //              included); after a barrier, the weight gradient summed over the batch and the
-//              update of W and its optimizer state in place, in tiles of WB rows x two
+//              update of W and its optimizer state in place, in tiles of WB rows x WG
 //              vectors of columns (weight_step), and the bias's, VW rows at a time.
 //              No two work-items write the same value, so a layer needs no reduction, only
 //              barriers.
@@ -331,6 +391,10 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
             const int n_in = L[2], n_out = L[3], act = L[4];
             local const float *a = mem + L[5];
             local float *y = mem + L[6];
+#if TEAM > 1
+            forward_teams(params + L[0], params + L[1], n_in, n_out, a, y, count, act,
+                          mem + net[layers * TABLE + 2], lid, size);
+#else
             const int row_tiles = (n_out + RB - 1) / RB;
             for (int t = lid; t < row_tiles * ((count + SB - 1) / SB); t += size) {
                 const int r0 = t % row_tiles * RB, b0 = t / row_tiles * SB;
@@ -362,6 +426,7 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 }
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+#endif
         }
 
         global float *loss_out = losses + loss_offset + s * batch + first;
@@ -402,19 +467,21 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
                 }
                 barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
             }
-            // weight units: pairs of vectors, a last single vector, the tail columns
-            const int pairs = vectors / 2, wunits = units - pairs;
+            // weight units: runs of WG vectors of columns, the single vectors left, the
+            // tail columns
+            const int runs = vectors / WG, singles = vectors - WG * runs;
+            const int wunits = units - (WG - 1) * runs;
             for (int t = lid; t < wunits * ((n_out + WB - 1) / WB); t += size) {
                 const int u = t % wunits, r0 = t / wunits * WB, rows = min(WB, n_out - r0);
-                if (u < pairs)
-                    weight_stepv2(target, state1, state2, L[0], n_in, n_out, a, delta, count,
-                                  r0, rows, u * 2 * VW, &h);
-                else if (u < vectors - pairs)
+                if (u < runs)
+                    weight_stepvg(target, state1, state2, L[0], n_in, n_out, a, delta, count,
+                                  r0, rows, u * WG * VW, &h);
+                else if (u < runs + singles)
                     weight_stepv(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
-                                 rows, 2 * pairs * VW, &h);
+                                 rows, (u + (WG - 1) * runs) * VW, &h);
                 else
                     weight_step1(target, state1, state2, L[0], n_in, n_out, a, delta, count, r0,
-                                 rows, vectors * VW + u - (vectors - pairs), &h);
+                                 rows, vectors * VW + u - runs - singles, &h);
             }
             // the bias: its gradient is delta summed over the batch, VW rows at a time
             const int bias_vectors = n_out / VW;

@@ -37,7 +37,10 @@ __all__ = ["FusedMLP", "NetworkDoesNotFit"]
 TABLE = 8  # ints per layer in the network table (see kernels/fused_mlp.cl)
 RULES = {"sgd": 0, "momentum": 1, "adam": 2}
 DEFAULT_RUN = 4096  # samples per launch at most (a launch is one long kernel)
-TILE_SAMPLES = 8  # BT in kernels/fused_mlp.cl: a work-group's slice of a batch is at least this
+MIN_SLICE = 2  # samples a work-group takes at least where a step is split over work-groups
+TILE_ROWS = 4  # RB in kernels/fused_mlp.cl: rows of a forward tile
+GPU_TEAM = 8  # TEAM in kernels/fused_mlp.cl on a GPU: work-items sharing a forward tile
+WEIGHT_RUN = 2  # WG in kernels/fused_mlp.cl: vectors of columns a work-item updates at once
 
 
 class NetworkDoesNotFit(ValueError):
@@ -58,10 +61,13 @@ class FusedMLP:
 
     ``local_size``: work-items of the one work-group; by default one on a CPU (PoCL runs a
     work-group on one thread and vectorises the inner loops) and the kernel's preferred
-    multiple, up to the widest layer, on a GPU.
+    multiple, up to the widest layer, on a GPU. ``team``: work-items that share each
+    forward dot product, reading a row's weights side by side (a GPU's loads are fast only
+    so); by default GPU_TEAM on a GPU, 1 (a work-item's own tile of rows) on a CPU.
     """
 
-    def __init__(self, net, optimizer, local_size: int | None = None):
+    def __init__(self, net, optimizer, local_size: int | None = None,
+                 team: int | None = None):
         layers = net.layers
         if not all(isinstance(layer, Dense) for layer in layers):
             raise TypeError("FusedMLP needs a Sequential of Dense layers only")
@@ -86,14 +92,21 @@ class FusedMLP:
         self.net, self.optimizer, self.runtime = net, optimizer, net.runtime
         rt = self.runtime
         self.widths = [layers[0].n_in] + [layer.n_out for layer in layers]
-        # a CPU runs the kernel as one work-item per work-group: its vectors are its own
-        options = (f"-DVW={rt.limits.explicit_vector_width}", f"-DRULE={RULES[self.rule]}")
+        # a CPU runs the kernel as one work-item per work-group: its vectors are its own; a
+        # GPU's work-items read a row's weights side by side (TEAM)
+        if team is None:
+            team = GPU_TEAM if rt.is_gpu else 1
+        if not isinstance(team, (int, np.integer)) or not 1 <= team <= 64:
+            raise ValueError(f"team must be an integer in [1, 64], got {team!r}")
+        self.team = int(team)
+        options = (f"-DVW={rt.limits.explicit_vector_width}", f"-DRULE={RULES[self.rule]}",
+                   f"-DTEAM={self.team}", f"-DWG={WEIGHT_RUN}")
         self._launch = rt.launcher("fused_mlp", "fused_mlp_train", options)
         self._options = options
         self._split = None  # (partial, apply) launchers, made when a batch is first split
         self.max_local_size = self._launch.work_group_size
         if local_size is None:
-            if rt.device.type & cl.device_type.GPU:
+            if rt.is_gpu:
                 local_size = min(self.max_local_size, round_up(max(self.widths),
                                                                self._launch.work_group_multiple))
             else:
@@ -111,7 +124,7 @@ class FusedMLP:
 
     def groups(self, batch: int) -> int:
         """Work-groups a step of ``batch`` samples is split over by default. On a GPU, one
-        per compute unit, each with a slice of at least TILE_SAMPLES samples: one work-group
+        per compute unit, each with a slice of at least MIN_SLICE samples: one work-group
         would leave all multiprocessors but one idle. On a CPU, one: the whole step, updates
         included, and a run of steps per launch on one core. Split, each group leaves the
         gradient of its slice and a second launch sums them and updates: two launches a
@@ -122,8 +135,8 @@ class FusedMLP:
 
     def split_groups(self, batch: int) -> int:
         """Work-groups a step of ``batch`` samples splits into over the compute units: one
-        per unit, each with a slice of at least TILE_SAMPLES samples."""
-        return max(1, min(self.runtime.limits.compute_units, batch // TILE_SAMPLES))
+        per unit, each with a slice of at least MIN_SLICE samples."""
+        return max(1, min(self.runtime.limits.compute_units, batch // MIN_SLICE))
 
     # ------------------------------------------------------------------ layout
     def _layout(self, batch: int) -> tuple:
@@ -138,8 +151,10 @@ class FusedMLP:
         for i, layer in enumerate(self.net.layers):
             table += [offsets[2 * i], offsets[2 * i + 1], layer.n_in, layer.n_out,
                       ACTIVATIONS[layer.activation], acts[i], acts[i + 1], 0]
-        table += [a, a + batch * wide]
-        return np.array(table, np.int32), a + 2 * batch * wide
+        scratch = a + 2 * batch * wide  # the forward's partial sums, on a GPU
+        table += [a, a + batch * wide, scratch]
+        return np.array(table, np.int32), scratch + (
+            TILE_ROWS * self.local_size if self.team > 1 else 0)
 
     def local_bytes(self, batch: int = 1) -> int:
         """Local memory one work-group needs for steps of ``batch`` samples (its slice)."""

@@ -725,9 +725,13 @@ assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 # Where it stops paying. One work-group runs on one compute unit: one logical CPU of a CPU
 # (under PoCL), one of the dozens of multiprocessors of a GPU. On a GPU `FusedMLP` therefore
 # splits each step of a batch over the compute units (`fused.groups(batch)` work-groups, each
-# with a slice of at least one register tile of samples): every work-group runs forward and
+# with a slice of at least two samples): every work-group runs forward and
 # backward for its slice and leaves that slice's gradient, and a second launch sums the
-# gradients and updates the weights. Two launches a step instead of a dozen. On a CPU it keeps
+# gradients and updates the weights. Two launches a step instead of a dozen. Inside a GPU's
+# work-group the kernel also reads its weights differently: neighbouring work-items must load
+# neighbouring addresses together, so there a team of work-items shares each forward dot
+# product, reading a row of weights side by side (`FusedMLP(..., team=8)`, the default on a
+# GPU), where a CPU's single work-item walks a tile of rows of its own. On a CPU it keeps
 # one work-group and a run of steps per launch: a split step (`fit(..., groups=2)`) costs a
 # second launch and a sum, and PoCL's other threads must wake up for every short kernel, which
 # often takes longer than the kernel (`python -m nnlib.bench.seed_experiment` times both ways

@@ -214,6 +214,25 @@ def test_bad_input_gets_clear_errors(rt):
     assert nnlib.fft is F
 
 
+@pytest.mark.parametrize("vr", F.ROW_WIDTHS)
+def test_fft_rows_matches_numpy_on_any_device(rt, rng, vr):
+    """fft_rows, a CPU's one-launch transform (a work-item transforms VR rows at once), run on
+    whatever device runs the tests, a GPU too (whose tuner never picks it): every length that
+    fits the device's local memory, one row per group and rows spread over the compute
+    units, on batch 1, a batch that is no multiple of VR and (length 24) more blocks of VR
+    rows than the device's largest work-group has work-items."""
+    lengths = [n for n in (15, 24, 96, 1000) if 2 * 8 * n * vr <= rt.local_mem_size]
+    assert 96 in lengths
+    for n in lengths:
+        for groups in (0, 4):
+            plan = F._Plan(rt, n, local_params={"VR": vr, "LOCAL": 1, "GROUPS_PER_CU": groups})
+            assert plan.kind == "local" and plan.local.name == "fft_rows"
+            for rows in (1, 37) + ((vr * rt.max_work_group_size + 3,) if n == 24 else ()):
+                x = cdata(rng, (rows, n))
+                assert_close(plan.run(rt.to_device(x, dtype=np.complex64), False, 1.0).get(),
+                             np.fft.fft(x), 2e-5)
+
+
 @pytest.mark.parametrize("profile", ["device", "gpu"])
 @pytest.mark.parametrize("n", [15, 24, 96, 1000])
 def test_every_local_candidate_matches_numpy(rt, rng, profile, n):

@@ -8,6 +8,7 @@ import pytest
 
 import nnlib
 from nnlib.activations import FROM_Y, TABLE
+from nnlib import fused
 from nnlib.fused import FusedMLP, NetworkDoesNotFit
 from nnlib.reference.fused import fused_mlp_step
 
@@ -55,8 +56,25 @@ def test_split_steps_equal_layer_by_layer(rt, rng, sizes, acts, loss, kind, batc
     check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local, groups)
 
 
+@pytest.mark.parametrize("sizes,acts,loss,kind,batch,local,groups,team,run", [
+    ((11, 37, 9, 2), ("tanh", "sigmoid", "none"), "mse", "sgd", 1, 37, None, 4, 4),
+    ((7, 13, 5, 3), ("tanh", "sigmoid", "softmax"), "cross_entropy", "adam", 3, 3, None, 8, 2),
+    ((83, 37, 9, 2), ("relu", "leaky_relu", "none"), "mse", "adamw", 5, 16, None, 8, 4),
+    ((83, 37, 9, 2), ("tanh", "tanh", "sigmoid"), "mse", "adam", 17, 24, 4, 8, 3)])
+def test_teams_share_the_forward_dot_products(monkeypatch, rt, rng, sizes, acts, loss, kind,
+                                               batch, local, groups, team, run):
+    """The GPU's design on whatever device runs the test: teams of work-items per forward
+    tile of rows (teams that leave work-items over, 37 = 9 x 4 + 1; a team wider than the
+    work-group, 8 > 3; more tiles than teams; steps split over work-groups), and runs of
+    `run` vectors of columns per work-item in the weight update (83 columns leave single
+    vectors and tail columns over at every vector width from 1 to 16)."""
+    monkeypatch.setattr(fused, "WEIGHT_RUN", run)
+    check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local, groups,
+                                    team)
+
+
 def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local,
-                                    groups=None):
+                                    groups=None, team=None):
     n = 101  # steps per epoch: 101 per sample, with a last smaller batch otherwise
     x = rng.standard_normal((n, sizes[0])).astype(np.float32)
     y = (rng.integers(0, sizes[-1], n) if loss == "cross_entropy"
@@ -64,7 +82,7 @@ def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, loc
     fused_net, layer_net = mlp(rt, sizes, acts, loss), mlp(rt, sizes, acts, loss)
     fused_opt = optimizer(kind, fused_net.parameters())
     layer_opt = optimizer(kind, layer_net.parameters())
-    trainer = FusedMLP(fused_net, fused_opt, local_size=local)
+    trainer = FusedMLP(fused_net, fused_opt, local_size=local, team=team)
     assert groups is None or trainer._split_batch(batch, groups)[0] > 1
     epochs = 3 if batch == 1 else 12 if batch < 10 else 60  # several hundred steps
     got = trainer.fit(x, y, epochs=epochs, batch_size=batch, seed=3, groups=groups)["loss"]
