@@ -3,14 +3,17 @@ several work-groups (partial gradients + fused_mlp_apply), gives the layer-by-la
 results (SGD, Adam, per sample and mini-batch, odd widths, widths above the work-group size)
 and the numpy reference's; networks that do not fit are refused clearly."""
 
+import re
+
 import numpy as np
 import pytest
 
 import nnlib
-from nnlib.activations import FROM_Y, TABLE
 from nnlib import fused
+from nnlib.activations import FROM_Y, TABLE
 from nnlib.fused import FusedMLP, NetworkDoesNotFit
 from nnlib.reference.fused import fused_mlp_step
+from nnlib.sources import kernel_dir
 
 
 def mlp(rt, sizes, acts, loss):
@@ -71,6 +74,12 @@ def test_teams_share_the_forward_dot_products(monkeypatch, rt, rng, sizes, acts,
     monkeypatch.setattr(fused, "WEIGHT_RUN", run)
     check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local, groups,
                                     team)
+
+
+def test_tile_constants_are_the_kernels():
+    """nnlib/fused.py sizes the forward's local scratch with the kernel's rows per tile."""
+    text = (kernel_dir() / "fused_mlp.cl").read_text()
+    assert re.search(r"^#define RB (\d+)", text, re.MULTILINE).group(1) == str(fused.TILE_ROWS)
 
 
 def check_fit_equals_layer_by_layer(rt, rng, sizes, acts, loss, kind, batch, local,
@@ -183,6 +192,8 @@ def test_networks_that_do_not_fit_are_refused(rt):
         trainer.fit(x[:4], np.zeros(4, int), epochs=1, batch_size=2, groups=3)
     with pytest.raises(ValueError, match="local_size"):
         FusedMLP(net, nnlib.optim.SGD(net.parameters()), local_size=0)
+    with pytest.raises(ValueError, match="team must be an integer >= 1, got 0"):
+        FusedMLP(net, nnlib.optim.SGD(net.parameters()), team=0)
     conv = nnlib.Sequential([nnlib.Conv1d(4, 1, 2, 3, runtime=rt)], loss="mse")
     with pytest.raises(TypeError, match="Dense"):
         FusedMLP(conv, nnlib.optim.SGD(conv.parameters()))
