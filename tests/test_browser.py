@@ -271,9 +271,15 @@ return {caption: figure.querySelector('figcaption').innerText, alt: img.alt,
 
 
 def test_a_figure_is_shown_with_its_number_and_caption(browser, site):
+    """The page's first figure: its image loads (waited for: get() may return before the
+    image is decoded on a loaded machine), numbered caption below it, alt text from it."""
     browser.get(site[0].with_name("03_cpu_vs_gpu.html").as_uri())
-    seen = browser.execute_script(FIGURE)
-    assert seen["caption"].startswith("Figure 3.1: ") and seen["loaded"] and seen["below"], seen
+
+    def loaded():
+        seen = browser.execute_script(FIGURE)
+        return seen if seen["loaded"] else None
+    seen = wait_for(loaded, 20, "notebook 03's first figure to load")
+    assert seen["caption"].startswith("Figure 3.1: ") and seen["below"], seen
     assert seen["alt"] and seen["alt"] in seen["caption"], seen
 
 
