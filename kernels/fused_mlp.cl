@@ -8,7 +8,7 @@
 // nnlib/fused.py checks that the network fits (widths vs local memory) and builds the table.
 //
 // Compile-time options (from nnlib/fused.py): RULE (0 SGD without momentum, 1 SGD with
-// momentum, 2 Adam/AdamW), VW (the device's preferred float vector width, floatv.h) and TEAM
+// momentum, 2 Adam/AdamW), VW (the device's preferred float vector width, floatv.h), TEAM
 // (1 on a CPU; on a GPU the work-items a forward dot product is split over, below) and WG
 // (vectors of columns a work-item updates at once in a row of weights). The
 // matrix products are register-blocked like dense.cl's: each work-item computes a tile of
