@@ -236,8 +236,11 @@ class Launcher:
         grid = self._grid(global_size, local_size)
         with self.runtime.lock:
             self.kernel.set_args(*args)
-            return cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, *grid,
-                                              wait_for=wait_for)
+            event = cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, *grid,
+                                               wait_for=wait_for)
+        if self.runtime.recording is not None:  # a training step being recorded
+            self.runtime.recording.add(self.kernel, *grid, args)
+        return event
 
     def _grid(self, global_size, local_size) -> tuple:
         """(global size padded to whole work-groups, local size) of a launch, worked out

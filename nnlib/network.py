@@ -24,6 +24,7 @@ from .loss import DeviceLoss, Loss
 from .parameter import FlatLayout
 from .registry import LAYERS, MODELS
 from .step_fusion import FusedBackward
+from .step_replay import StepReplay
 
 def _declared_layer(i: int, entry) -> dict:
     """The parameter shapes a checkpoint's layer entry declares, from its checked config:
@@ -66,6 +67,10 @@ class Sequential:
     """Layers applied in order; ``loss`` is ``"mse"`` or ``"cross_entropy"`` (the last
     layer must then use softmax, and the pair is differentiated as one, as in PyTorch)."""
 
+    # train_step replays the recorded launches of a step where they are the same
+    # (nnlib.step_replay); False runs every step's Python again
+    replay_steps = True
+
     def __init__(self, layers, loss: str = "mse"):
         self.layers = list(layers)
         if not self.layers or not all(isinstance(layer, Layer) for layer in self.layers):
@@ -89,6 +94,7 @@ class Sequential:
         self.layout = FlatLayout.lay_out(self.parameters())
         # (the optimizer and its parameters' ids, their FusedBackward) of the last train_step
         self._backward_plan = None
+        self._replay = StepReplay(self)  # recorded steps; replay_steps = False turns them off
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -163,16 +169,34 @@ class Sequential:
             self._backward_plan = (key, FusedBackward(self.layers, optimizer))
         fused = self._backward_plan[1]
         fused.zero_grad()
-        out = self.forward(x)
-        target = self.targets(y, out.shape[0])
+        key = self._replay.key(x, y, fused) if self.replay_steps else None
+        step = self._replay.run(key) if key is not None else None
+        if step is None:
+            recording = self._replay.start() if self._replay.should_record(key) else None
+            try:
+                step = self._forward_backward(x, y, fused)
+            except BaseException:
+                if recording is not None:
+                    self._replay.abandon()
+                raise
+            if recording is not None:
+                self._replay.finish(key, recording, x, y, fused, *step)
+        out, target = step
         rows = self.loss_function.rows(out, target, loss_buf, offset)
-        top = getattr(self.layers[-1], "activation", "none") if fused.chain else "none"
-        fused.backward(self.loss_function.output_gradient(out, target, top))
         optimizer.step()
         divisor = self.loss_function.divisor(out)
         if loss_buf is None:
             return DeviceLoss(rows, divisor)
         return DeviceLoss(rows, divisor, offset, out.shape[0])
+
+    def _forward_backward(self, x, y, fused: FusedBackward) -> tuple:
+        """The launches of a training step that :mod:`nnlib.step_replay` records: forward,
+        the loss's gradient, backward with ``fused``; returns (output, target)."""
+        out = self.forward(x)
+        target = self.targets(y, out.shape[0])
+        top = getattr(self.layers[-1], "activation", "none") if fused.chain else "none"
+        fused.backward(self.loss_function.output_gradient(out, target, top))
+        return out, target
 
     def _check_optimizer(self, optimizer) -> None:
         params = getattr(optimizer, "params", None)

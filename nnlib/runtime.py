@@ -91,6 +91,8 @@ class Runtime:
         # Held while a launcher's arguments are set and its kernel enqueued (OpenCL kernel
         # arguments are not thread-safe), and while the caches change.
         self.lock = threading.RLock()
+        # the nnlib.step_replay.Recording of a training step being recorded, else None
+        self.recording = None
 
     def __repr__(self):
         gpu = ", GPU profile" if self.profile == "gpu" else ""
@@ -215,12 +217,19 @@ class Runtime:
                 f"and the kernels count below 2**31 values. Use smaller batches, inputs or "
                 f"layers.")
 
+    def not_a_launch(self) -> None:
+        """Say that something other than a kernel launch is enqueued or uploaded now: a
+        training step being recorded then is not replayed (nnlib/step_replay.py)."""
+        if self.recording is not None:
+            self.recording.spoiled = True
+
     def fill(self, array: cla.Array, value) -> None:
         """Every element of the C-contiguous ``array`` set to ``value`` by the queue
         (clEnqueueFillBuffer: no kernel, so no work-group to keep within the limits, where
         pyopencl's ``array.fill`` launches a kernel of its own choice of work-group)."""
         if not array.size:
             return
+        self.not_a_launch()
         if not _fast_array.is_c_contiguous(array):
             raise ValueError(f"fill: the array must be C-contiguous, got strides "
                              f"{array.strides} for shape {array.shape}")
@@ -281,6 +290,7 @@ class Runtime:
             if array.dtype == dtype and _fast_array.is_c_contiguous(array):
                 if array.offset == 0:
                     return array
+                self.not_a_launch()
                 out = self.empty(array.shape, dtype)  # an offset slice: copy on the device
                 if array.size:
                     out.add_event(cl.enqueue_copy(
@@ -290,7 +300,8 @@ class Runtime:
             if np.iscomplexobj(array) != np.issubdtype(dtype, np.complexfloating):
                 raise TypeError(f"{name}: device array has dtype {array.dtype}, need {dtype}")
             array = to_host(array)
-        elif not isinstance(array, np.ndarray):
+        self.not_a_launch()  # a copy through the host follows
+        if not isinstance(array, np.ndarray):
             try:
                 array = np.asarray(array)
             except (TypeError, ValueError) as err:

@@ -347,6 +347,7 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict,
     known = None if entry is None else _stored_times(entry, candidates, default, digest,
                                                      f"{key} in {cache_file(rt)}", problem)
     if known is None or None in known:
+        rt.not_a_launch()  # the search waits for the device: no step recorded around it
         start = time.perf_counter()
         results = search(candidates, measure, f"{key} on {rt.device.name.strip()}",
                          budget_s=BUDGET_S, known=known)

@@ -153,6 +153,9 @@ def sanitize(text: str) -> str:
     ("PoCL  | pthread-AMD EPYC 7B13   | CPU", "PoCL  | DEVICE   | CPU"),
     ("Runtime(PoCL: cpu-haswell-Intel(R) Core(TM) i7)", "Runtime(PoCL: DEVICE)"),
     ("NVIDIA H100 80GB HBM3, 132 compute units", "DEVICE, 132 compute units"),
+    ("Runtime(Intel(R) OpenCL: AMD EPYC)", "Runtime(DEVICE)"),  # Intel's runtime names the
+    ("OpenCL: AMD EPYC 7B13 (OpenCL 3.1 LINUX)", "OpenCL: DEVICE (OpenCL 3.1 LINUX)"),  # CPU
+    ("Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz | CPU", "DEVICE | CPU"),
     ("CPU: AMD EPYC 7B13; OpenCL: pthread-AMD EPYC 7B13 (OpenCL 3.0)",
      "CPU: MODEL; OpenCL: DEVICE (OpenCL 3.0)"),
     ("dense forward 12.5 us, 3 ms", "dense forward TIME, TIME"),

@@ -14,7 +14,8 @@ COST = {2: 3.0, 4: 1.0, 8: 2.0}  # seconds a fake kernel "takes": rows=4 is the 
 def fake_rt(device="Fake CPU", driver="1.0"):
     platform = SimpleNamespace(name="Fake Platform", version="OpenCL 3.0 fake")
     return SimpleNamespace(device=SimpleNamespace(name=device, platform=platform,
-                                                  driver_version=driver))
+                                                  driver_version=driver),
+                           not_a_launch=lambda: None)
 
 
 class Meter:

@@ -34,17 +34,23 @@ def recording(rt):
 
 def step_breakdown(net, x, y, optimizer, steps: int = 10) -> dict:
     """{kernel name: (launches per step, device microseconds per step)} of
-    ``net.train_step``: the median over ``steps`` steps, each waited for before the next."""
-    float(net.train_step(x, y, optimizer))  # warm: programs built, buffers pooled
-    runs = []
-    for _ in range(steps):
-        with recording(net.runtime) as events:
-            float(net.train_step(x, y, optimizer))
-        table = defaultdict(lambda: [0, 0.0])
-        for name, event in events:
-            table[name][0] += 1
-            table[name][1] += (event.profile.end - event.profile.start) * 1e-3
-        runs.append(table)
+    ``net.train_step``: the median over ``steps`` steps, each waited for before the next.
+    The steps are not replayed (nnlib.step_replay): a replay bypasses the launchers that
+    name the kernels, and runs the same kernels."""
+    replay, net.replay_steps = net.replay_steps, False
+    try:
+        float(net.train_step(x, y, optimizer))  # warm: programs built, buffers pooled
+        runs = []
+        for _ in range(steps):
+            with recording(net.runtime) as events:
+                float(net.train_step(x, y, optimizer))
+            table = defaultdict(lambda: [0, 0.0])
+            for name, event in events:
+                table[name][0] += 1
+                table[name][1] += (event.profile.end - event.profile.start) * 1e-3
+            runs.append(table)
+    finally:
+        net.replay_steps = replay
     median = {name: (count, float(np.median([run[name][1] for run in runs])))
               for name, (count, _) in runs[0].items()}
     return dict(sorted(median.items(), key=lambda kv: -kv[1][1]))
