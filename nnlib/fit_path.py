@@ -11,7 +11,8 @@ the faster path for that batch size on that device:
 * **faster**: the first time a network shape (widths, loss, update rule) and batch size are
   seen on a device, :func:`nnlib.tuning.tuned` times a short run of steps each way on
   scratch copies of the network and optimizer (the caller's weights and state are not
-  touched) and keeps the faster path, in memory and in the tuning cache with the kernel
+  touched; the layer path replays its steps after the first two, as in a fit) and keeps
+  the faster path, in memory and in the tuning cache with the kernel
   parameters (searched again when kernels/fused_mlp.cl changes). With ``NNLIB_TUNE=0``
   (tests, the notebook checks) nothing is timed and a qualifying network takes the fused
   kernel.
@@ -35,6 +36,9 @@ from .fused import FusedMLP
 PATHS = [{"path": "fused"}, {"path": "layers"}]  # what the measured rule chooses between
 TRIAL_SAMPLES = 256  # samples of the timed run of steps: 2 to TRIAL_STEPS steps
 TRIAL_STEPS = 16
+# what a trial times, stored with the choice: one stored for another trial (before the
+# layer path replayed its steps, nnlib.step_replay) is measured again
+TRIAL = {"layers": "train_step, replayed"}
 
 
 def trainer(net, optimizer, batch: int, fused: bool | None) -> FusedMLP | None:
@@ -64,7 +68,8 @@ def faster_path(chosen: FusedMLP, batch: int) -> str:
         if trial is None:
             trial = Trial(chosen, batch)
         return trial.seconds(params["path"])
-    return tuning.tuned(net.runtime, "fused_mlp.path", shape, PATHS, measure, PATHS[0])["path"]
+    return tuning.tuned(net.runtime, "fused_mlp.path", shape, PATHS, measure, PATHS[0],
+                        problem=TRIAL)["path"]
 
 
 class Trial:

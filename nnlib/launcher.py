@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 import pyopencl as cl
@@ -238,8 +239,10 @@ class Launcher:
             self.kernel.set_args(*args)
             event = cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, *grid,
                                                wait_for=wait_for)
-        if self.runtime.recording is not None:  # a training step being recorded
-            self.runtime.recording.add(self.kernel, *grid, args)
+        if self.runtime.recordings:  # training steps being recorded (nnlib.step_replay)
+            recording = self.runtime.recordings.get(threading.get_ident())
+            if recording is not None:
+                recording.add(self.kernel, *grid, args, waits=bool(wait_for))
         return event
 
     def _grid(self, global_size, local_size) -> tuple:

@@ -91,8 +91,8 @@ class Runtime:
         # Held while a launcher's arguments are set and its kernel enqueued (OpenCL kernel
         # arguments are not thread-safe), and while the caches change.
         self.lock = threading.RLock()
-        # the nnlib.step_replay.Recording of a training step being recorded, else None
-        self.recording = None
+        # {thread id: the nnlib.step_replay.Recording of the training step it records}
+        self.recordings: dict = {}
 
     def __repr__(self):
         gpu = ", GPU profile" if self.profile == "gpu" else ""
@@ -220,8 +220,8 @@ class Runtime:
     def not_a_launch(self) -> None:
         """Say that something other than a kernel launch is enqueued or uploaded now: a
         training step being recorded then is not replayed (nnlib/step_replay.py)."""
-        if self.recording is not None:
-            self.recording.spoiled = True
+        for recording in list(self.recordings.values()):
+            recording.spoiled = True
 
     def fill(self, array: cla.Array, value) -> None:
         """Every element of the C-contiguous ``array`` set to ``value`` by the queue

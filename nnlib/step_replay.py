@@ -38,23 +38,24 @@ MAX_SEEN = 64  # keys seen once, remembered for their second step
 
 
 class Recording:
-    """The launches enqueued by one thread while it is ``rt.recording``: (kernel, global
+    """The launches one thread enqueues while it is in ``rt.recordings``: (kernel, global
     size, local size, arguments) each; ``spoiled`` once anything else was enqueued or
-    uploaded on the runtime (``Runtime.not_a_launch``)."""
+    uploaded on the runtime (``Runtime.not_a_launch``), or a launch waited for events (a
+    replay does not know them)."""
 
     def __init__(self):
-        self.thread = threading.get_ident()
         self.launches: list = []
         self.spoiled = False
 
-    def add(self, kernel, global_size, local_size, args) -> None:
-        if threading.get_ident() == self.thread:
-            self.launches.append((kernel, global_size, local_size, args))
+    def add(self, kernel, global_size, local_size, args, waits: bool = False) -> None:
+        self.launches.append((kernel, global_size, local_size, args))
+        self.spoiled |= waits
 
 
 class StepReplay:
     """The recorded steps of one network: :meth:`key` says whether a step may be replayed,
-    :meth:`run` replays it, :meth:`record` records the next normal step of a key."""
+    :meth:`run` replays it; where it has no recording, :meth:`should_record` says whether
+    the step about to run is recorded, between :meth:`start` and :meth:`finish`."""
 
     def __init__(self, net):
         self.net = net
@@ -110,15 +111,15 @@ class StepReplay:
         return False
 
     def start(self) -> Recording:
-        rt = self.net.runtime
-        rt.recording = Recording()
-        return rt.recording
+        """Record this thread's launches on the network's runtime from now on."""
+        recording = self.net.runtime.recordings[threading.get_ident()] = Recording()
+        return recording
 
     def finish(self, key, recording: Recording, x, y, backward, out, target) -> None:
         """Keep ``recording`` as the step of ``key`` (unless spoiled), with the arrays the
         step left (its output and target, what each layer kept for its backward) and the
         objects whose ids the key holds (kept alive, so no other object takes their ids)."""
-        self.net.runtime.recording = None
+        self.abandon()
         self.seen.pop(key, None)
         if recording.spoiled or not recording.launches:
             if len(self.refused) >= MAX_SEEN:
@@ -133,8 +134,8 @@ class StepReplay:
             self.recordings.popitem(last=False)
 
     def abandon(self) -> None:
-        """Stop recording without keeping anything (the step raised)."""
-        self.net.runtime.recording = None
+        """Stop recording this thread's launches (without keeping them if the step raised)."""
+        self.net.runtime.recordings.pop(threading.get_ident(), None)
 
 
 def _device_input(a) -> bool:

@@ -2,6 +2,9 @@
 recorded would compute again, on the batch now in the arrays, and a step is replayed only
 where its launches are the same."""
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -99,6 +102,34 @@ def test_a_forward_pass_between_steps_changes_nothing(rt, rng):
                    zip(replayed.layers, [xb] + [layer.saved()[1] for layer in
                                                 replayed.layers[:-1]]))
     assert replayed._replay.replays == replays + 1
+
+
+def test_threads_record_and_replay_their_own_steps(rt, rng):
+    """Two networks on one runtime, trained at once by two threads: each records only its
+    own launches, and both train as they would alone without replay."""
+    x, labels = data(rt, rng, 45)
+    alone = []
+    for _ in range(2):
+        plain = net(rt)
+        plain.replay_steps = False
+        alone.append(train(plain, rt, x, labels, 4))
+    results = [None, None]
+
+    def work(i):
+        results[i] = train(net(rt), rt, x, labels, 4)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns within steps, not only between
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for got, want in zip(results, alone):
+        assert_same_training(got, want)
+    assert not rt.recordings
 
 
 def test_host_data_and_fills_are_not_replayed(rt, rng):

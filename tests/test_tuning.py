@@ -42,6 +42,19 @@ def test_search_picks_the_fastest_and_stores_it(tuning_cache):
     assert [t for _, t in data["results"]["gemm/b64"]["candidates"]] == [3.0, 1.0, 2.0]
 
 
+def test_a_search_tells_the_runtime_it_enqueues_more_than_a_step(tuning_cache):
+    """A search launches its candidates and waits for them: a training step recorded around
+    it (nnlib.step_replay) must not keep them, so the search says so; a result already
+    found launches nothing and says nothing."""
+    said = []
+    rt = fake_rt()
+    rt.not_a_launch = lambda: said.append(True)
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    assert said == [True]
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    assert said == [True]
+
+
 def test_next_process_reads_the_cache_without_measuring(tuning_cache):
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
     tuning.set_mode("1")  # forgets this process's results, as a new process would
