@@ -158,8 +158,10 @@ class Sequential:
         """Forward, loss, backward and update, all enqueued without waiting for the device.
 
         The same as ``optimizer.zero_grad()``, ``forward``, the loss's gradient, ``backward``
-        and ``optimizer.step()``, with fewer launches (:mod:`nnlib.step_fusion`). Returns a
-        :class:`DeviceLoss`; the host waits only if its value is read.
+        and ``optimizer.step()``, with fewer launches (:mod:`nnlib.step_fusion`); a step
+        that launches what an earlier one did replays its launches (:mod:`nnlib.step_replay`,
+        ``replay_steps``). Returns a :class:`DeviceLoss`; the host waits only if its value
+        is read.
         """
         if self.loss == "mse" and getattr(self.layers[-1], "activation", "") == "softmax":
             raise ValueError("mse after softmax is not supported; use loss='cross_entropy'")
@@ -169,19 +171,11 @@ class Sequential:
             self._backward_plan = (key, FusedBackward(self.layers, optimizer))
         fused = self._backward_plan[1]
         fused.zero_grad()
-        key = self._replay.key(x, y, fused) if self.replay_steps else None
-        step = self._replay.run(key) if key is not None else None
-        if step is None:
-            recording = self._replay.start() if self._replay.should_record(key) else None
-            try:
-                step = self._forward_backward(x, y, fused)
-            except BaseException:
-                if recording is not None:
-                    self._replay.abandon()
-                raise
-            if recording is not None:
-                self._replay.finish(key, recording, x, y, fused, *step)
-        out, target = step
+        if self.replay_steps:
+            out, target = self._replay.step(x, y, fused,
+                                            lambda: self._forward_backward(x, y, fused))
+        else:
+            out, target = self._forward_backward(x, y, fused)
         rows = self.loss_function.rows(out, target, loss_buf, offset)
         optimizer.step()
         divisor = self.loss_function.divisor(out)

@@ -53,9 +53,7 @@ class Recording:
 
 
 class StepReplay:
-    """The recorded steps of one network: :meth:`key` says whether a step may be replayed,
-    :meth:`run` replays it; where it has no recording, :meth:`should_record` says whether
-    the step about to run is recorded, between :meth:`start` and :meth:`finish`."""
+    """The recorded steps of one network; :meth:`step` runs (or replays) one."""
 
     def __init__(self, net):
         self.net = net
@@ -65,9 +63,26 @@ class StepReplay:
         self.refused: set = set()  # keys whose recording was spoiled
         self.replays = 0  # steps replayed so far
 
+    def step(self, x, y, backward, work) -> tuple:
+        """(output, target) of a training step of ``x`` and ``y`` (as given to train_step)
+        with ``backward`` (its FusedBackward): the recorded launches enqueued again, else
+        ``work()`` (which enqueues them and returns the pair), recorded the second time its
+        key is seen."""
+        key = self.key(x, y, backward)
+        if key in self.recordings:
+            return self._replay(key)
+        if not self._record_now(key):
+            return work()
+        recording = self.net.runtime.recordings[threading.get_ident()] = Recording()
+        try:
+            out, target = work()
+        finally:
+            self.net.runtime.recordings.pop(threading.get_ident(), None)
+        self._keep(key, recording, (x, y, backward), out, target)
+        return out, target
+
     def key(self, x, y, backward) -> tuple | None:
-        """What a step of ``x`` and ``y`` (as given to train_step) with ``backward`` (its
-        FusedBackward) launches depends on, or None where it is not replayed."""
+        """What the step's launches depend on, or None where it is not replayed."""
         net = self.net
         if not (_device_input(x) and _device_input(y)):
             return None
@@ -79,13 +94,8 @@ class StepReplay:
                 tuple(map(id, layers)), rt.kernel_folder, rt.kernel_topics,
                 tuple((id(p.value), id(p.grad)) for p in net.parameters()))
 
-    def run(self, key) -> tuple | None:
-        """Enqueue the recorded launches of ``key`` and return (output, target) of the step,
-        or None if it has no recording."""
-        found = self.recordings.get(key)
-        if found is None:
-            return None
-        launches, out, target, saved, _ = found
+    def _replay(self, key) -> tuple:
+        launches, out, target, saved, _ = self.recordings[key]
         check_not_forked()
         rt = self.net.runtime
         queue = rt.queue
@@ -98,9 +108,9 @@ class StepReplay:
         self.replays += 1
         return out, target
 
-    def should_record(self, key) -> bool:
-        """Whether the normal step of ``key`` about to run is recorded: the second time the
-        key is seen, unless its recording was spoiled before."""
+    def _record_now(self, key) -> bool:
+        """Whether the step of ``key`` about to run is recorded: the second time the key is
+        seen, unless its recording was spoiled before."""
         if key is None or key in self.refused:
             return False
         if key in self.seen:
@@ -110,16 +120,11 @@ class StepReplay:
             self.seen.popitem(last=False)
         return False
 
-    def start(self) -> Recording:
-        """Record this thread's launches on the network's runtime from now on."""
-        recording = self.net.runtime.recordings[threading.get_ident()] = Recording()
-        return recording
-
-    def finish(self, key, recording: Recording, x, y, backward, out, target) -> None:
+    def _keep(self, key, recording: Recording, objects: tuple, out, target) -> None:
         """Keep ``recording`` as the step of ``key`` (unless spoiled), with the arrays the
-        step left (its output and target, what each layer kept for its backward) and the
-        objects whose ids the key holds (kept alive, so no other object takes their ids)."""
-        self.abandon()
+        step left (its output and target, what each layer kept for its backward) and
+        ``objects`` (x, y, backward) and the parameters' arrays, whose ids the key holds:
+        kept alive, so that no other object takes their ids."""
         self.seen.pop(key, None)
         if recording.spoiled or not recording.launches:
             if len(self.refused) >= MAX_SEEN:
@@ -128,14 +133,10 @@ class StepReplay:
             return
         net = self.net
         saved = [layer._saved for layer in net.layers]
-        anchors = (x, y, backward, [(p.value, p.grad) for p in net.parameters()])
+        anchors = (objects, [(p.value, p.grad) for p in net.parameters()])
         self.recordings[key] = (recording.launches, out, target, saved, anchors)
         while len(self.recordings) > MAX_RECORDINGS:
             self.recordings.popitem(last=False)
-
-    def abandon(self) -> None:
-        """Stop recording this thread's launches (without keeping them if the step raised)."""
-        self.net.runtime.recordings.pop(threading.get_ident(), None)
 
 
 def _device_input(a) -> bool:
