@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, replace
 
@@ -20,7 +22,7 @@ import pyopencl as cl
 from . import environment
 from .environment import PROFILES, profile_from_env  # noqa: F401 (re-exported)
 from .sources import program_source
-from .tuning import preferred_device, set_widest_vector, widest_vectors
+from .tuning import TARGET_VARIABLE, preferred_device, set_widest_vector, widest_vectors
 
 POCL_HINT = (
     "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
@@ -141,8 +143,12 @@ def _builds_natively(device: cl.Device, width: int) -> bool:
 
 
 def _device_id(device: cl.Device) -> str:
+    """The device, its platform and driver, and the compile target Intel's runtime was told
+    to use (nnlib.bench.emulate), if any."""
+    target = os.environ.get(TARGET_VARIABLE, "")
     return " | ".join(x.strip() for x in (device.platform.name, device.platform.version,
-                                          device.name, device.driver_version))
+                                          device.name, device.driver_version)
+                      + ((f"target {target}",) if target else ()))
 
 
 def _probe(device: cl.Device, width: int) -> bool:
@@ -170,6 +176,37 @@ def widest_vector(device: cl.Device) -> int:
         width = next((w for w in (16, 8, 4, 2) if _probe(device, w)), 1)
         set_widest_vector(key, width)
         return width
+    return known[key]
+
+
+VECTORISED = re.compile(r"was successfully vectorized \((\d+)\)")  # Intel's build log
+LANES = (0, *VECTOR_WIDTHS, 32, 64)  # the lanes vector_lanes may find (0: none found)
+
+
+def vector_lanes(device: cl.Device) -> int:
+    """How many work-items one vector instruction runs on a CPU whose compiler vectorises
+    across work-items (a preferred float width of 1: Intel's CPU runtime, whose build log
+    says "was successfully vectorized (16)" with AVX-512 and 8 with AVX2): kernels/widths.cl
+    built as scalars, once per machine, stored beside the widest vectors. 0 for any other
+    device, or where the log does not say."""
+    if _kind(device) != "CPU" or device.preferred_vector_width_float != 1:
+        return 0
+    key = _device_id(device)
+    known = widest_vectors(LANES, "vector_lanes")
+    if key not in known:
+        with tempfile.TemporaryDirectory() as fresh, warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            try:  # an empty binary cache: a cached program's log says nothing of vectors
+                prg = cl.Program(cl.Context([device]), program_source("widths")).build(
+                    options=["-DVW=1"], cache_dir=fresh)
+                log = prg.get_build_info(device, cl.program_build_info.LOG)
+            except cl.Error:
+                log = ""
+        found = VECTORISED.search(log)
+        lanes = int(found.group(1)) if found else 0
+        lanes = lanes if lanes in LANES else 0
+        set_widest_vector(key, lanes, "vector_lanes")
+        return lanes
     return known[key]
 
 
@@ -253,6 +290,13 @@ class Limits:
     local_mem_size: int  # bytes of local memory per work-group
     compute_units: int  # work-groups that run at once (cores of a CPU, a GPU's multiprocessors)
     inlines_vector_loads: bool = True  # vloadN/vstoreN compile to plain loads (not PoCL 3.0)
+    vector_lanes: int = 0  # work-items per vector instruction where the compiler runs them so
+
+    @property
+    def few_vector_registers(self) -> bool:
+        """A CPU that vectorises across work-items in vectors of 8 floats or fewer: AVX2 (or
+        older), whose 16 vector registers hold half the accumulators of AVX-512's 32."""
+        return self.vectorises_across_work_items and 0 < self.vector_lanes <= 8
 
     @property
     def vectorises_across_work_items(self) -> bool:
@@ -331,7 +375,8 @@ def device_limits(device: cl.Device, profile: str = "device",
                     work_group_multiple=_preferred_multiple(device),
                     local_mem_size=device.local_mem_size,
                     compute_units=device.max_compute_units,
-                    inlines_vector_loads=inlines_vector_loads(device))
+                    inlines_vector_loads=inlines_vector_loads(device),
+                    vector_lanes=vector_lanes(device))
     if profile_from_env(profile) == "gpu":
         limits = replace(limits, **GPU_PROFILE)
     cap = max_work_group_from_env(max_work_group)

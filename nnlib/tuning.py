@@ -84,15 +84,20 @@ def cache_dir() -> Path:
     return Path(base) / "nnlib" / "tuning"
 
 
+# Intel's CPU runtime compiles for the ISA this variable names (nnlib.bench.emulate)
+TARGET_VARIABLE = "CL_CONFIG_CPU_TARGET_ARCH"
+
+
 def device_key(rt) -> dict:
-    """What identifies a device's results: another driver, profile or work-group cap means
-    another search."""
+    """What identifies a device's results: another driver, profile, work-group cap or
+    compile target (TARGET_VARIABLE) means another search."""
     d = rt.device
     cap = getattr(rt, "cap", None)
     return {"platform": d.platform.name.strip(), "platform_version": d.platform.version.strip(),
             "device": d.name.strip(), "driver": d.driver_version.strip(),
             "profile": os.environ.get("NNLIB_PROFILE", ""),
-            **({"max_work_group": cap} if cap is not None else {})}
+            **({"max_work_group": cap} if cap is not None else {}),
+            **({"target": target} if (target := os.environ.get(TARGET_VARIABLE)) else {})}
 
 
 def cache_file(rt) -> Path:
@@ -241,11 +246,13 @@ def set_preferred_device(platform_version: str, device: str, figures: dict) -> N
     _update(cache_dir() / "preferred_device.json", change)
 
 
-def widest_vectors(allowed: tuple) -> dict:
+def widest_vectors(allowed: tuple, name: str = "vector_widths") -> dict:
     """{device id: widest float vector its compiler emits natively}, as
-    :func:`nnlib.opencl_devices.widest_vector` measured them; any other value (not one of
+    :func:`nnlib.opencl_devices.widest_vector` measured them (with ``name``
+    "vector_lanes": the work-items of one vector instruction, as
+    :func:`nnlib.opencl_devices.vector_lanes` found them); any other value (not one of
     ``allowed``) is dropped with a warning."""
-    path = cache_dir() / "vector_widths.json"
+    path = cache_dir() / f"{name}.json"
     out = {}
     for key, width in _read_json(path).items():
         if type(width) is int and width in allowed:
@@ -255,8 +262,8 @@ def widest_vectors(allowed: tuple) -> dict:
     return out
 
 
-def set_widest_vector(device_id: str, width: int) -> None:
-    _update(cache_dir() / "vector_widths.json", lambda data: data.update({device_id: width}))
+def set_widest_vector(device_id: str, width: int, name: str = "vector_widths") -> None:
+    _update(cache_dir() / f"{name}.json", lambda data: data.update({device_id: width}))
 
 
 def _progress(text: str, end: bool = False) -> None:

@@ -5,8 +5,11 @@ benchmark and the file's format."""
 
 import json
 
+from types import SimpleNamespace
+
 import matplotlib
 import numpy as np
+import pyopencl as cl
 import pytest
 
 from nnlib.bench import all as bench_all
@@ -57,6 +60,49 @@ def test_file_names_name_the_device_and_the_profile():
                                       driver="3.1+debian"))
     assert pypi == "amd-epyc-9r14-avx-512-portable-computing-language-3-0-rc2.json"
     assert debian != pypi  # two PoCL builds on one CPU keep a file each
+    intel = dict(CPU_META, platform="Intel(R) OpenCL", driver="2026.22.10.0.01_160000")
+    assert bench_all.file_name(dict(intel, isa="AVX2 (emulated)")) == \
+        "amd-epyc-9r14-avx2-emulated-intel-r-opencl-2026-22-10-0-01-160000.json"
+
+
+def test_an_emulated_isa_labels_the_figures_and_the_commands(monkeypatch):
+    """Under nnlib.bench.emulate the ISA is the emulated one, and each printed command runs
+    its benchmark through the emulation again."""
+    meta = dict(CPU_META, pyopencl_ctx="3:0")
+    monkeypatch.delenv("NNLIB_EMULATED_ISA", raising=False)
+    assert "emulated" not in bench_all.isa_name()
+    assert bench_all.command("dense", ["--widths", "64"], meta) == \
+        "PYOPENCL_CTX=3:0 python -m nnlib.bench.dense --widths 64"
+    monkeypatch.setenv("NNLIB_EMULATED_ISA", "AVX2")
+    assert bench_all.isa_name() == "AVX2 (emulated)"
+    assert bench_all.command("dense", ["--widths", "64"], meta) == \
+        "PYOPENCL_CTX=3:0 python -m nnlib.bench.emulate avx2 dense --widths 64"
+    fig, ax = plt.subplots()
+    stored = [{"meta": dict(CPU_META, isa="AVX2 (emulated)"), "rows": rows(2.0)}]
+    bench_all.plot_dense(ax, rows(1.0), "live", stored)
+    assert "(CPU, AVX2 (emulated))" in ax.get_lines()[1].get_label()
+    plt.close(fig)
+
+
+def test_the_emulation_sets_each_librarys_isa_and_needs_intels_runtime(capsys):
+    """nnlib.bench.emulate tells Intel's runtime, OpenBLAS and PyTorch to run AVX2 code and
+    keeps pyopencl's binary cache out; PoCL cannot be told, so another device is refused with
+    what to do instead."""
+    from nnlib.bench import emulate
+
+    env = emulate.ISAS["avx2"]
+    assert env["CL_CONFIG_CPU_TARGET_ARCH"] == "core-avx2" and env["PYOPENCL_NO_CACHE"] == "1"
+    assert env["OPENBLAS_CORETYPE"] == "Haswell" and env["ATEN_CPU_CAPABILITY"] == "avx2"
+    platform = SimpleNamespace(name="Portable Computing Language")
+    with pytest.raises(ValueError, match="needs Intel's CPU runtime.*make doctor INTEL=auto"):
+        emulate.check_device(SimpleNamespace(platform=platform, name="pthread-AMD EPYC",
+                                             type=cl.device_type.CPU))
+    intel = SimpleNamespace(name="Intel(R) OpenCL")
+    emulate.check_device(SimpleNamespace(platform=intel, name="AMD EPYC",
+                                         type=cl.device_type.CPU))
+    with pytest.raises(ValueError):
+        emulate.check_device(SimpleNamespace(platform=intel, name="Intel GPU",
+                                             type=cl.device_type.GPU))
 
 
 @pytest.mark.parametrize("flags, isa", [

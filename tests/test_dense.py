@@ -1,5 +1,8 @@
 """Dense kernels against nnlib.reference, and finite-difference gradient checks."""
 
+from dataclasses import replace
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -10,8 +13,8 @@ from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, bu
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import BlockedDenseKernels
 from nnlib.layers.dense_params import (FORWARD_TN_CLASSES, FORWARD_YT_TILES, MAX_K_SLICES,
-                                       MIN_K_SLICE, forward_yt_params, k_slices, lanes_by_default,
-                                       lanes_candidates, lanes_params)
+                                       MIN_K_SLICE, REGISTER_GROUP, forward_yt_params, k_slices,
+                                       lanes_by_default, lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
 
@@ -322,6 +325,43 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
     assert shape_class("weight", 1920, 32 * 96) == "tall"
     assert shape_class("input", 64, 256 ** 2 + 1) == "b64" and shape_class("input", 4, 9) == "b4"
     assert shape_class("forward", 1, 2048 * 2048) == "wide" == shape_class("weight", 64, 4096 ** 2)
+
+
+def cpu_vectorising_work_items(rt, lanes: int) -> SimpleNamespace:
+    """``rt`` as a CPU whose compiler runs ``lanes`` work-items per vector instruction, as
+    Intel's runtime does (8: AVX2, 16: AVX-512), with vectors of up to 16 floats."""
+    limits = replace(rt.limits, kind="CPU", vector_width=1, widest_vector=16,
+                     vector_lanes=lanes, work_group_multiple=128)
+    return SimpleNamespace(limits=limits, vector_width=1, is_gpu=False,
+                           work_group_multiple=128)
+
+
+def test_avx2_registers_take_tiles_that_fit_them(rt):
+    """With 8 lanes a vector (AVX2: 16 registers) the gradients beyond batch 1 take 6 rows of
+    one 16-float vector (12 registers) with k-blocks, not the lanes design's 16 accumulators,
+    and the forward 2 rows of x at width 8; at batch 1 (1 x 8 accumulators) and with 16 lanes
+    (AVX-512: 32 registers) the lanes design stays. Each default is a candidate, and the
+    register tiles are candidates with 16 lanes too, in work-groups of the default's size."""
+    avx2, avx512 = cpu_vectorising_work_items(rt, 8), cpu_vectorising_work_items(rt, 16)
+    assert avx2.limits.few_vector_registers and not avx512.limits.few_vector_registers
+    for shape in ("b4", "b64", "small", "tall"):
+        for product, block in (("input", 256), ("weight", 64)):
+            got = default_params(avx2, product, shape)
+            assert (got["TN_R"], got["TN_V"], got["VW"], got["TN_KB"], got["LOCAL"]) == \
+                (6, 1, 16, block, REGISTER_GROUP)
+            assert "TN_LANES" not in got and got in candidates(avx2, product, shape)
+            assert default_params(avx512, product, shape)["TN_LANES"] == 1
+            assert dict(got, LOCAL=2 * avx512.work_group_multiple) in candidates(avx512, product,
+                                                                             shape)
+            assert (dict(got, DZT=1) in candidates(avx2, product, shape)) == (product == "weight")
+        forward = default_params(avx2, "forward", shape)
+        assert (forward["NT_I"], forward["VW"]) == (2, 8)
+        assert forward in candidates(avx512, "forward", shape)
+    assert default_params(avx2, "input", "b1") == default_params(avx512, "input", "b1") == \
+        lanes_params(avx2, "input", "b1")
+    # this device's tiles: one width for all three products
+    assert default_params(rt, "input", "b64", lanes=False)["VW"] == \
+        default_params(rt, "forward")["VW"]
 
 
 @pytest.mark.parametrize("kernel", ["transpose", "transpose_by_columns", "transpose_bias_act"])

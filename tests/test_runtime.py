@@ -1,5 +1,6 @@
 """Device choice, program building and the errors a reader meets first."""
 
+import json
 import re
 
 import numpy as np
@@ -7,7 +8,7 @@ import pyopencl as cl
 import pytest
 
 import nnlib
-from nnlib import runtime, sources
+from nnlib import runtime, sources, tuning
 from nnlib.runtime import kernel_dir
 
 
@@ -93,6 +94,37 @@ def test_widest_vector_builds_and_bounds_the_default_widths(rt):
     assert widest in (1, 2, 4, 8, 16) and rt.vector_width <= widest
     assert widest == 1 or _probe(rt.device, widest)
     assert widest == 16 or not _probe(rt.device, 2 * widest)
+
+
+def test_vector_lanes_are_read_from_the_build_log_of_a_device_that_vectorises_work_items(
+        rt, tuning_cache):
+    """Intel's CPU runtime says how many work-items one vector instruction runs (16 with
+    AVX-512, 8 with AVX2); every other device (PoCL's own vectors, GPUs, Oclgrind) says none.
+    Found once, it is stored: the next process reads it back without building."""
+    from nnlib.opencl_devices import VECTORISED, _device_id, vector_lanes
+
+    lanes = vector_lanes(rt.device)
+    if "Intel" in rt.device.platform.name and rt.device.type & cl.device_type.CPU:
+        assert lanes in (4, 8, 16)
+    else:
+        assert lanes == 0
+    assert rt.limits.few_vector_registers == (0 < rt.limits.vector_lanes <= 8
+                                              and rt.limits.vectorises_across_work_items)
+    if lanes:
+        assert json.loads((tuning_cache / "vector_lanes.json").read_text()) == {
+            _device_id(rt.device): lanes}
+    assert VECTORISED.search('Kernel "k" was successfully vectorized (8)\nDone.').group(1) == "8"
+
+
+def test_a_compile_target_is_part_of_the_device_id(rt, monkeypatch):
+    """Intel's runtime told to compile AVX2 code (nnlib.bench.emulate) is another device for
+    the stored vector widths and lanes, and for the tuning results."""
+    from nnlib.opencl_devices import _device_id
+
+    plain, key = _device_id(rt.device), tuning.device_key(rt)
+    monkeypatch.setenv("CL_CONFIG_CPU_TARGET_ARCH", "core-avx2")
+    assert _device_id(rt.device) == plain + " | target core-avx2"
+    assert tuning.device_key(rt) == dict(key, target="core-avx2")
 
 
 def test_requires_joins_sources_in_order(monkeypatch, tmp_path):

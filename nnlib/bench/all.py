@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pyopencl as cl
 
-from . import catch, dense, goals, launch, seed_experiment, train_step
+from . import catch, dense, emulate, goals, launch, seed_experiment, train_step
 from . import complex as bench_complex
 from .common import STORED, cpu_model, shown
 
@@ -89,6 +89,13 @@ def isa_level(flags: set) -> str:
     return "unknown"
 
 
+def isa_name() -> str:
+    """The host's vector ISA (:func:`isa_level`), or the one nnlib.bench.emulate emulates,
+    labelled "(emulated)"."""
+    emulated = emulate.emulated_isa()
+    return f"{emulated} (emulated)" if emulated else isa_level(cpu_flags())
+
+
 def device_meta(rt) -> dict:
     """Who measured: the device, its platform and driver, its real type (the profile says
     whether NNLIB_PROFILE=gpu was on), the host's CPU and vector ISA, and the date."""
@@ -98,7 +105,7 @@ def device_meta(rt) -> dict:
     return {"device": d.name.strip(), "platform": d.platform.name.strip(),
             "platform_version": d.platform.version.strip(), "driver": d.driver_version.strip(),
             "type": device_limits(d, "device").kind, "profile": rt.profile,
-            "pyopencl_ctx": context_index(d), "cpu": cpu_model(), "isa": isa_level(cpu_flags()),
+            "pyopencl_ctx": context_index(d), "cpu": cpu_model(), "isa": isa_name(),
             "host": platform.machine(), "date": datetime.date.today().isoformat()}
 
 
@@ -123,7 +130,9 @@ def command(module: str, argv: list, meta: dict) -> str:
     env = f"PYOPENCL_CTX={meta['pyopencl_ctx']} "
     if meta["profile"] == "gpu":
         env += "NNLIB_PROFILE=gpu "
-    return f"{env}python -m nnlib.bench.{module} {shlex.join(argv)}"
+    emulated = emulate.emulated_isa()
+    runner = f"nnlib.bench.emulate {emulated.lower()} " if emulated else "nnlib.bench."
+    return f"{env}python -m {runner}{module} {shlex.join(argv)}"
 
 
 def run(quick: bool = False, official: str | None = None) -> dict:
@@ -161,12 +170,14 @@ def dense_points(rows: list, n: int = 1024) -> list:
 
 def plot_dense(ax, live_rows: list, live_label: str, stored: list, n: int = 1024):
     """The fast dense kernel's GFLOP/s against the batch: measured now, and from every stored
-    file (``common.stored_results("dense")``) labelled with its device, driver and date."""
+    file (``common.stored_results("dense")``) labelled with its device (a CPU's with its
+    vector ISA), driver and date."""
     ax.plot(*zip(*dense_points(live_rows, n)), "s-", label=f"{live_label} (measured now)")
     for result in stored:
         points, meta = dense_points(result["rows"], n), result["meta"]
         if points:
-            ax.plot(*zip(*points), "o--", label=f"{meta['device']} ({meta['type']}), driver "
+            kind = f"CPU, {meta['isa']}" if meta["type"] == "CPU" else meta["type"]
+            ax.plot(*zip(*points), "o--", label=f"{meta['device']} ({kind}), driver "
                     f"{meta['driver']}, {meta['date']} (stored)")
     ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="GFLOP/s",
            title=f"fast dense kernel, forward + backward, width {n}")

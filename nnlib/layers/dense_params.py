@@ -73,13 +73,14 @@ def shape_class(product: str, batch: int, weights: int = 0) -> str:
     return "tall" if batch >= TALL_BATCH else "small"
 
 
-def _tn_tile(vw: int, shape: str) -> tuple:
+def _tn_tile(vw: int, shape: str, few_registers: bool = False) -> tuple:
     """gemm_tn's tile (TN_R rows, TN_V vectors of vw floats): 6 rows of 16 columns (two AVX2
     registers a row, the classic 6 x 16 CPU micro-kernel, 12 accumulators), at least one
     vector; at width 16 (AVX-512, 32 registers) 4 rows of 4 vectors, 16 accumulators (6 rows
     of one vector left the wide registers waiting on their loads, 7 per 6 FMAs), except in
-    the wide class, whose tiles were measured at 16 columns."""
-    if vw >= 16 and shape != "wide":
+    the wide class, whose tiles were measured at 16 columns, and with ``few_registers``
+    (``Limits.few_vector_registers``: a vector of 16 floats is two AVX2 registers)."""
+    if vw >= 16 and shape != "wide" and not few_registers:
         return 4, 4
     return 6, max(1, 16 // vw)
 
@@ -103,28 +104,41 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     then share their rows of dZ in the cache. On a CPU a wide layer's forward takes tiles of
     6 rows of x (CATCH's heads: 640 x 5888 -> 5888) and its input gradient tiles of 32
     columns with k-blocks of 1024. A CPU whose compiler vectorises across work-items
-    (``Limits.vectorises_across_work_items``) gets fma(): there gemm_tn's float4 tiles,
-    split into scalars, need it to be fast, and its forward tiles take the widest vectors the
-    compiler emits (``Limits.explicit_vector_width``), as its element-wise kernels do, not
-    its preferred width of 1. Vector loads by vloadN where the compiler inlines it
+    (``Limits.vectorises_across_work_items``) gets fma(), and its tiles take the widest
+    vectors the compiler emits (``Limits.explicit_vector_width``), as its element-wise
+    kernels do, not its preferred width of 1, with gemm_tn's k-blocks in local memory
+    (without them Intel's runtime ran most of these tiles 20x slower). Vector loads by vloadN where the compiler inlines it
     (``Limits.inlines_vector_loads``), else a float at a time. The gradients of a device
     that vectorises across work-items (or a GPU) take the lanes design
-    (:func:`lanes_params`); ``lanes`` False: the tiles whatever the device."""
-    if product != "forward" and (lanes_by_default(rt) if lanes is None else lanes):
+    (:func:`lanes_params`), except with AVX2's 16 registers (``Limits.few_vector_registers``)
+    beyond batch 1, where the lanes' 16 accumulators spill: there the gradients take 6 rows
+    of one 16-float vector and the forward 2 rows at width 8, as :func:`register_tiles`;
+    ``lanes`` False: the tiles whatever the device."""
+    if lanes is None:
+        spill = rt.limits.few_vector_registers and shape != "b1"  # b1's 1 x 8 fit
+        lanes = lanes_by_default(rt) and not spill
+    if product != "forward" and lanes:
         return lanes_params(rt, product, shape)
     vw = vector_width(rt.vector_width, WIDTHS)
-    if product == "forward" and rt.limits.vectorises_across_work_items and not rt.is_gpu:
+    explicit = rt.limits.vectorises_across_work_items and not rt.is_gpu
+    few = rt.limits.few_vector_registers
+    if explicit:
         vw = vector_width(rt.limits.explicit_vector_width, WIDTHS)
+        if product == "forward" and few:  # 2 x 4 accumulators of 8 floats: 8 AVX2 registers
+            vw = vector_width(vw // 2, WIDTHS)
     common = {"VW": vw, "VLOAD": int(rt.limits.inlines_vector_loads),
               "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
         return {"NT_I": 6 if wide_cpu else 2, **common}
-    rows, vectors = _tn_tile(vw, shape)
-    k_block = not rt.is_gpu and vectors * vw <= 16 and (product == "input" or wide_cpu)
+    rows, vectors = _tn_tile(vw, shape, few)
+    k_block = explicit or (not rt.is_gpu and vectors * vw <= 16
+                           and (product == "input" or wide_cpu))
     out = {"TN_R": rows, "TN_V": vectors, "TN_KB": K_BLOCK[product] if k_block else 0,
            **common}
+    if few:
+        out["LOCAL"] = REGISTER_GROUP
     if wide_cpu and product == "weight":
         out["TN_ORDER"] = 1
     if wide_cpu and product == "input":
@@ -139,7 +153,8 @@ def candidates(rt, product: str, shape: str) -> list:
     ``shape``; every one is a correct kernel (tests/test_dense.py runs them all).
 
     Most promising first (a search that runs out of time goes on from there next time): the
-    default (so tuning never loses to no tuning) and its loads by hand; tile rows suited to
+    default (so tuning never loses to no tuning), the tiles for AVX2's registers
+    (:func:`register_tiles`), the default's loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
     tile at twice the width (half, at the widest); for the gradients, the default without
     and with another local-memory k-block and with the work-groups in column order; for the
@@ -163,9 +178,11 @@ def candidates(rt, product: str, shape: str) -> list:
     def tile(r, vw):
         if product == "forward":
             return {"NT_I": r, "VW": vw}
-        return {"TN_R": r, "TN_V": _tn_tile(vw, shape)[1], "VW": vw}
+        return {"TN_R": r, "TN_V": _tn_tile(vw, shape, rt.limits.few_vector_registers)[1],
+                "VW": vw}
 
-    out = [base, default_params(rt, product), dict(base, VLOAD=0)]
+    out = [base, *register_tiles(rt, product, base), default_params(rt, product),
+           dict(base, VLOAD=0)]
     out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
     out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
     if product != "forward":
@@ -190,11 +207,36 @@ def candidates(rt, product: str, shape: str) -> list:
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
+# The work-group of the gradients' tiles with few_vector_registers: 16 tiles of 6 rows, so
+# that batch 64's 11 tiles share one group, which copies each k-block of B to local memory
+# together; in groups of 256 work-items (twice Intel's preferred multiple), the 245 without
+# rows slowed the copies and barriers: the input gradient at 1024 ran 1.6x slower.
+REGISTER_GROUP = 16
+
+
+def register_tiles(rt, product: str, base: dict) -> list:
+    """Tiles for the 16 vector registers of an AVX2 CPU (``base`` with other tiles), on a
+    compiler that vectorises across work-items (Intel's runtime; none elsewhere), where the
+    lanes design's 16 accumulators and AVX-512's tiles spill. At the widest width w the
+    compiler emits (16 floats, two AVX2 registers): the gradients' 6 rows of one vector (12
+    AVX2 registers, the classic 6 x 16 micro-kernel), the weight gradient's also on dZ
+    transposed first; the forward's 2 rows of x at width w / 2 (8 accumulators of 4 rows of
+    W) and 1 row at width w."""
+    if not rt.limits.vectorises_across_work_items or rt.is_gpu:
+        return []
+    w = vector_width(rt.limits.explicit_vector_width, WIDTHS)
+    if product == "forward":
+        return [dict(base, NT_I=2, VW=vector_width(w // 2, WIDTHS)), dict(base, NT_I=1, VW=w)]
+    six = dict(base, TN_R=6, TN_V=1, VW=w)
+    return [six, dict(six, DZT=1)] if product == "weight" else [six]
+
+
 def lanes_by_default(rt) -> bool:
     """Whether the device runs neighbouring work-items in the lanes of one vector
     instruction: Intel's CPU runtime (``Limits.vectorises_across_work_items``) and GPUs. The
     lanes design (dense.cl's TN_LANES) is made for them: their gradients take it without
-    tuning, and the tuner tries it for every product."""
+    tuning (except where its accumulators spill: ``Limits.few_vector_registers``), and the
+    tuner tries it for every product."""
     return rt.limits.vectorises_across_work_items or rt.is_gpu
 
 
