@@ -107,8 +107,9 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     (``Limits.vectorises_across_work_items``) gets fma(), and its tiles take the widest
     vectors the compiler emits (``Limits.explicit_vector_width``), as its element-wise
     kernels do, not its preferred width of 1, with gemm_tn's k-blocks in local memory
-    (without them Intel's runtime ran most of these tiles 20x slower). Vector loads by vloadN where the compiler inlines it
-    (``Limits.inlines_vector_loads``), else a float at a time. The gradients of a device
+    (without them Intel's runtime ran most of these tiles 15-20x slower). Vector loads by
+    vloadN where the compiler inlines it (``Limits.inlines_vector_loads``), else a float at a
+    time. The gradients of a device
     that vectorises across work-items (or a GPU) take the lanes design
     (:func:`lanes_params`), except with AVX2's 16 registers (``Limits.few_vector_registers``)
     beyond batch 1, where the lanes' 16 accumulators spill: there the gradients take 6 rows
