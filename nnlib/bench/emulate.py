@@ -26,9 +26,11 @@ import os
 import subprocess
 import sys
 
+from nnlib.tuning import TARGET_VARIABLE
+
 # The variables that make each library run the ISA's code; NNLIB_EMULATED_ISA labels figures.
 ISAS = {
-    "avx2": {"CL_CONFIG_CPU_TARGET_ARCH": "core-avx2", "OPENBLAS_CORETYPE": "Haswell",
+    "avx2": {TARGET_VARIABLE: "core-avx2", "OPENBLAS_CORETYPE": "Haswell",
              "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
              "MKL_ENABLE_INSTRUCTIONS": "AVX2", "PYOPENCL_NO_CACHE": "1",
              "NNLIB_EMULATED_ISA": "AVX2"},
