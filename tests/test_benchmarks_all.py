@@ -116,6 +116,20 @@ def test_the_vector_isa_is_read_from_the_cpu_flags(tmp_path, flags, isa):
     assert bench_all.cpu_flags(tmp_path / "missing") == set()
 
 
+def test_a_compiler_that_emits_avx2_on_an_avx512_cpu_is_labelled_so(monkeypatch):
+    """PyPI's PoCL 3.0 compiles for Zen 3 (AVX2: 8 floats a vector) on Zen 4: its figures are
+    AVX2 code's, and keep a file of their own; a GPU's figures keep the host's ISA."""
+    monkeypatch.delenv("NNLIB_EMULATED_ISA", raising=False)
+    avx512 = {"avx2", "avx512f"}
+    pocl_3_0 = SimpleNamespace(kind="CPU", widest_vector=8)
+    assert bench_all.isa_name(pocl_3_0, avx512) == "AVX2 code, AVX-512 CPU"
+    assert bench_all.isa_name(pocl_3_0, {"avx2"}) == "AVX2"
+    assert bench_all.isa_name(SimpleNamespace(kind="CPU", widest_vector=16), avx512) == \
+        "AVX-512" == bench_all.isa_name(SimpleNamespace(kind="GPU", widest_vector=1), avx512)
+    assert bench_all.file_name(dict(CPU_META, isa="AVX2 code, AVX-512 CPU")) == \
+        "amd-epyc-9r14-avx2-code-avx-512-cpu-portable-computing-language-3-0-rc2.json"
+
+
 def fake_results(official: bool) -> dict:
     """Each benchmark's rows as its main() returns them, with known ratios."""
     dev = {"device": "pthread-AMD EPYC", "platform": "OpenCL 3.0 PoCL 3.0-rc2  Linux"}

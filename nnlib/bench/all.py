@@ -89,11 +89,20 @@ def isa_level(flags: set) -> str:
     return "unknown"
 
 
-def isa_name() -> str:
-    """The host's vector ISA (:func:`isa_level`), or the one nnlib.bench.emulate emulates,
-    labelled "(emulated)"."""
+def isa_name(limits=None, flags: set | None = None) -> str:
+    """The vector ISA the benchmarks ran: the one nnlib.bench.emulate emulates, labelled
+    "(emulated)"; else the host's (:func:`isa_level` of ``flags``, default the CPU's), except
+    for a CPU device (``limits``, nnlib's Limits) whose compiler emits vectors of at most 8
+    floats on an AVX-512 CPU: "AVX2 code, AVX-512 CPU" (PyPI's PoCL 3.0, whose LLVM 14 knows
+    no CPU after Zen 3, compiles for Zen 3 on Zen 4 and 5)."""
     emulated = emulate.emulated_isa()
-    return f"{emulated} (emulated)" if emulated else isa_level(cpu_flags())
+    if emulated:
+        return f"{emulated} (emulated)"
+    host = isa_level(cpu_flags() if flags is None else flags)
+    if limits is not None and limits.kind == "CPU" and host == "AVX-512" \
+            and limits.widest_vector <= 8:
+        return f"AVX2 code, {host} CPU"
+    return host
 
 
 def device_meta(rt) -> dict:
@@ -105,7 +114,7 @@ def device_meta(rt) -> dict:
     return {"device": d.name.strip(), "platform": d.platform.name.strip(),
             "platform_version": d.platform.version.strip(), "driver": d.driver_version.strip(),
             "type": device_limits(d, "device").kind, "profile": rt.profile,
-            "pyopencl_ctx": context_index(d), "cpu": cpu_model(), "isa": isa_name(),
+            "pyopencl_ctx": context_index(d), "cpu": cpu_model(), "isa": isa_name(rt.limits),
             "host": platform.machine(), "date": datetime.date.today().isoformat()}
 
 
