@@ -258,8 +258,8 @@ kernel void cconv1d_backward_weight(global const float2 *dz, global const float2
 // window - 1 zeros on both sides: gp[bv, f, j] = G_z[bv, f, j - (window - 1)] (0 outside).
 // Then G_x[bv, i] = sum_f sum_k conj(w[g, f, window - 1 - k]) gp[bv, f, i + k], a correlation
 // like the forward one, summed over the filters: one work-item per (block of CV consecutive
-// inputs i, row bv), one vector load of CV values of gp per (f, k), CF filters at a time in
-// CF separate accumulators (independent multiply-add chains).
+// inputs i, row bv), two vector loads of gp's CV complex values per (f, k) (INPUT_TAP), CF
+// filters at a time in CF separate pairs of accumulators (independent multiply-add chains).
 // One work-item per (j, bv), for every filter.
 kernel void cconv1d_pad_grad(global const float2 *dz, global float2 *gp, int rows, int length,
                              int window, int filters, int out_len, int sf, int st)
@@ -278,14 +278,17 @@ kernel void cconv1d_pad_grad(global const float2 *dz, global float2 *gp, int row
         out[(size_t)f * p] = dz[OUT(bv, f, t)];
 }
 
-// acc (re, im) += conj(wk) (gre + i gim), with the CV gradients loaded from row pointer gr
-// at offset o: a vector load, or element by element with clamped indices (short rows).
-#define INPUT_TAP(re, im, wk, gr, o)                                                     \
+// lo, hi += conj(wk) G for the CV gradients G at row pointer gr, offset o, as the forward
+// adds w X: Re wk G - Im wk i G, the CV complex numbers as two vectors of (re, im) pairs the
+// way they lie in memory (lo the first CV / 2, hi the rest): no shuffles between the lanes,
+// which AVX2's 256-bit halves make costly. A vector load each, or element by element with
+// clamped indices (short rows).
+#define INPUT_TAP(lo, hi, wk, gr, o)                                                     \
     {                                                                                    \
-        cvec gre, gim;                                                                   \
-        LOAD_CV(gr, o, gre, gim);                                                        \
-        re += (wk).x * gre + (wk).y * gim;                                               \
-        im += (wk).x * gim - (wk).y * gre;                                               \
+        cvec g0, g1;                                                                     \
+        LOAD_PAIRS(gr, o, g0, g1);                                                       \
+        lo += (wk).x * g0 - (wk).y * CV_MUL_I(g0);                                       \
+        hi += (wk).x * g1 - (wk).y * CV_MUL_I(g1);                                       \
     }
 
 kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const float2 *w,
@@ -301,24 +304,25 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
     int start = min(i0, max(length - CV, 0));
     bool whole = start + CV <= length;
     global const float *gb = (global const float *)(gp + (size_t)bv * filters * p + start);
-    cvec re[CF], im[CF];
+    cvec lo[CF], hi[CF];
     #pragma unroll
     for (int j = 0; j < CF; ++j) {
-        re[j] = (cvec)(0.0f);
-        im[j] = (cvec)(0.0f);
+        lo[j] = (cvec)(0.0f);
+        hi[j] = (cvec)(0.0f);
     }
-#define LOAD_CV(gr, o, gre, gim)                                                         \
+#define LOAD_PAIRS(gr, o, g0, g1)                                                        \
     if (whole) {                                                                         \
-        CV_EVEN_ODD((gr) + 2 * (o), gre, gim);                                           \
+        g0 = CV_LOAD((gr) + 2 * (o));                                                    \
+        g1 = CV_LOAD((gr) + 2 * (o) + CV);                                               \
     } else {                                                                             \
-        float re_[CV], im_[CV];                                                          \
+        float v_[2 * CV];                                                                \
         for (int c = 0; c < CV; ++c) {                                                   \
             int e = min(c + (o), p - 1 - start);                                         \
-            re_[c] = (gr)[2 * e];                                                        \
-            im_[c] = (gr)[2 * e + 1];                                                    \
+            v_[2 * c] = (gr)[2 * e];                                                     \
+            v_[2 * c + 1] = (gr)[2 * e + 1];                                             \
         }                                                                                \
-        gre = CV_LOAD(re_);                                                            \
-        gim = CV_LOAD(im_);                                                            \
+        g0 = CV_LOAD(v_);                                                                \
+        g1 = CV_LOAD(v_ + CV);                                                           \
     }
     int f = 0;
     for (; f + CF <= filters; f += CF)
@@ -326,26 +330,26 @@ kernel void cconv1d_backward_input_blocked(global const float2 *gp, global const
             #pragma unroll
             for (int j = 0; j < CF; ++j) {
                 global const float *gr = gb + (size_t)2 * (f + j) * p;
-                INPUT_TAP(re[j], im[j], wg[(f + j) * window + window - 1 - k], gr, k)
+                INPUT_TAP(lo[j], hi[j], wg[(f + j) * window + window - 1 - k], gr, k)
             }
-    for (; f < filters; ++f) {  // the filters left over, in the first accumulator
+    for (; f < filters; ++f) {  // the filters left over, in the first accumulators
         global const float *gr = gb + (size_t)2 * f * p;
         for (int k = 0; k < window; ++k)
-            INPUT_TAP(re[0], im[0], wg[f * window + window - 1 - k], gr, k)
+            INPUT_TAP(lo[0], hi[0], wg[f * window + window - 1 - k], gr, k)
     }
-#undef LOAD_CV
+#undef LOAD_PAIRS
     #pragma unroll
     for (int j = 1; j < CF; ++j) {
-        re[0] += re[j];
-        im[0] += im[j];
+        lo[0] += lo[j];
+        hi[0] += hi[j];
     }
-    float a[CV], b[CV];
-    CV_STORE(re[0], a);
-    CV_STORE(im[0], b);
+    float a[2 * CV];
+    CV_STORE(lo[0], a);
+    CV_STORE(hi[0], a + CV);
     for (int c = 0; c < CV; ++c) {
         int i = start + c;
         if (i >= i0 && i < length)
-            dx[(size_t)bv * length + i] = (float2)(a[c], b[c]);
+            dx[(size_t)bv * length + i] = (float2)(a[2 * c], a[2 * c + 1]);
     }
 }
 
