@@ -91,6 +91,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   TN_KB gemm_tn's k-block shared by the work-group through local memory (0: none; the
 //         work-group then runs along the row blocks of one column block)
 //   TN_ORDER 1: gemm_tn's work-groups in the order of the columns first (0: rows first)
+//   TN_PACKED 1: gemm_tn's B packed first by pack_panels into panels of TN_COLS columns,
+//         each panel's nk rows contiguous (zeros past the last column): a column block's
+//         k steps then read one stream, not rows a whole row of B apart (no TN_KB)
 //   VLOAD 1: vloadN/vstoreN builtins, 0: one float at a time (compilers that do not inline
 //         the builtins, such as PoCL 3.0, run a function call per vload)
 //   FMA   1: fma() builtin, 0: plain a * b + c (which the compiler may contract itself)
@@ -119,6 +122,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #ifndef TN_ORDER
 #define TN_ORDER 0
 #endif
+#ifndef TN_PACKED
+#define TN_PACKED 0
+#endif
 #ifndef FMA
 #define FMA 0
 #endif
@@ -136,6 +142,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define MAD(a, b, c) ((a) * (b) + (c))
 #endif
 #define TN_COLS (TN_V * VW)
+#if TN_PACKED && TN_KB
+#error "TN_PACKED reads B's panels in place: no TN_KB"
+#endif
 #if NT_KB % VW
 #error "NT_KB must be a multiple of VW"
 #endif
@@ -334,7 +343,9 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
         if (r0 >= nrows)
             continue;
 #else
+#if !TN_PACKED
     bool whole = c0 + TN_COLS <= ncols;
+#endif
     {  // one block: the whole slice of k
         int kb = ks.x, kn = ks.y - ks.x;
 #endif
@@ -345,6 +356,11 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
             #pragma unroll
             for (int v = 0; v < TN_V; ++v)
                 bv[v] = LOADV(panel + (k - kb) * TN_COLS + v * VW);
+#elif TN_PACKED
+            global const float *bk = b + ((size_t)(c0 / TN_COLS) * nk + k) * TN_COLS;
+            #pragma unroll
+            for (int v = 0; v < TN_V; ++v)
+                bv[v] = LOADV(bk + v * VW);
 #else
             global const float *bk = b + (size_t)k * ncols + c0;
             if (whole) {
@@ -709,6 +725,26 @@ kernel void transpose(global const float *src, global float *dst, int rows, int 
 {
     transpose_tile(src, dst, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, 0,
                    ACT_NONE);
+}
+
+// B packed for gemm_tn (TN_PACKED): panel c of nk rows of TN_COLS floats holds columns
+// c TN_COLS .. (c + 1) TN_COLS of b's rows, zeros past ncols. One work-item per (row k,
+// panel c), dimension 0 along the rows: a work-group writes one panel's rows one after another.
+kernel void pack_panels(global const float *b, global float *panels, int nk, int ncols)
+{
+    int k = get_global_id(0), c0 = get_global_id(1) * TN_COLS;
+    if (k >= nk || c0 >= ncols)
+        return;
+    global const float *src = b + (size_t)k * ncols + c0;
+    global float *dst = panels + ((size_t)get_global_id(1) * nk + k) * TN_COLS;
+    if (c0 + TN_COLS <= ncols) {
+        #pragma unroll
+        for (int v = 0; v < TN_V; ++v)
+            STOREV(LOADV(src + v * VW), dst + v * VW);
+    } else {
+        for (int col = 0; col < TN_COLS; ++col)
+            dst[col] = c0 + col < ncols ? src[col] : 0.0f;
+    }
 }
 
 // dst = src^T, dimension 0 along src's columns, so that a work-group reads along src's rows

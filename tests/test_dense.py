@@ -308,6 +308,9 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
             if product != "forward":
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
             assert {c.get("DZT", 0) for c in found} == ({0, 1} if product == "weight" else {0})
+            packed = {c.get("TN_PACKED", 0) for c in found}
+            assert packed == ({0, 1} if product == "weight" else {0})
+            assert all(c["TN_KB"] == 0 for c in found if c.get("TN_PACKED"))
     wide_forward = candidates(rt, "forward", "wide")
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}

@@ -184,7 +184,8 @@ class BlockedDenseKernels:
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
         """dw += dz^T x and db += column sums of dz (or = without ``accumulate``), in one
         launch; with the parameter DZT and a batch above 1, after a transpose of dz, so that
-        gemm_tn reads each row of dz^T (a column of dz) contiguously."""
+        gemm_tn reads each row of dz^T (a column of dz) contiguously; with TN_PACKED, after
+        x is packed into panels (:meth:`pack_panels`)."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
         strides = (n_out, 1)
@@ -195,8 +196,22 @@ class BlockedDenseKernels:
                 (ceil_div(batch, 4), ceil_div(n_out, 4)), None, dz.data, dz_t.data,
                 np.int32(batch), np.int32(n_out))
             dz, strides = dz_t, (1, batch)
+        if params.get("TN_PACKED"):
+            x = self.pack_panels(x, params)
         return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, *strides, x, dw,
                         n_out, n_in, batch, np.int32(accumulate), db.data)
+
+
+    def pack_panels(self, b, params: dict):
+        """``b`` (nk x ncols) packed for gemm_tn with ``params`` (TN_PACKED): panels of
+        TN_V * VW columns, each its nk rows in a row (dense.cl's pack_panels)."""
+        nk, ncols = b.shape
+        cols = params["TN_V"] * params["VW"]
+        panels = self.runtime.empty((ceil_div(ncols, cols) * nk, cols))
+        self.runtime.launcher("dense", "pack_panels", build_options(params))(
+            (nk, ceil_div(ncols, cols)), None, b.data, panels.data, np.int32(nk),
+            np.int32(ncols))
+        return panels
 
 
 def tune_problem(shape: str) -> list:

@@ -162,7 +162,8 @@ def candidates(rt, product: str, shape: str) -> list:
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
     tile at twice the width (half, at the widest); for the gradients, the default without
     and with another local-memory k-block and with the work-groups in column order; for the
-    weight gradient, the default on dZ transposed first (DZT), both load styles; for a
+    weight gradient, the default on dZ transposed first (DZT), both load styles, and (right
+    after the default) on dZ transposed and x packed into panels (TN_PACKED); for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
     and of W); for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
     with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
@@ -195,6 +196,7 @@ def candidates(rt, product: str, shape: str) -> list:
         out.append(dict(base, TN_ORDER=1))
     if product == "weight":
         out += [dict(base, DZT=1, VLOAD=v) for v in (1, 0)]
+        out.insert(out.index(base) + 1, dict(base, DZT=1, TN_PACKED=1, TN_KB=0))
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
     if product == "forward" and shape in FORWARD_YT_TILES:  # on Y^T: tiles of 2 vectors
@@ -229,7 +231,7 @@ def register_tiles(rt, product: str, base: dict) -> list:
     lanes design's 16 accumulators and AVX-512's tiles spill. At the widest width w the
     compiler emits (16 floats, two AVX2 registers): the gradients' 6 rows of one vector (12
     AVX2 registers, the classic 6 x 16 micro-kernel), the weight gradient's on dZ transposed
-    first (DZT) and on dZ; the forward's 2 rows of x at width w / 2 (8 accumulators of 4 rows of
+    first (DZT), also on x packed into panels (TN_PACKED), and on dZ; the forward's 2 rows of x at width w / 2 (8 accumulators of 4 rows of
     W) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
         return []
@@ -237,7 +239,9 @@ def register_tiles(rt, product: str, base: dict) -> list:
     if product == "forward":
         return [dict(base, NT_I=2, VW=vector_width(w // 2, WIDTHS)), dict(base, NT_I=1, VW=w)]
     six = dict(base, TN_R=6, TN_V=1, VW=w)
-    return [dict(six, DZT=1), dict(six, DZT=0)] if product == "weight" else [six]
+    if product != "weight":
+        return [six]
+    return [dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), dict(six, DZT=0)]
 
 
 def lanes_by_default(rt) -> bool:

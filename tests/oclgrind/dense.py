@@ -31,9 +31,12 @@ for route in ("FWD_YT", "FWD_TN"):
                default_params(rt, "input", lanes=False) | {route: 1}):
         blocked.kernels = DenseKernels(rt, params={"forward": tn})
         blocked.forward(rng.standard_normal((9, blocked.n_in)))
-# the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose
-blocked.kernels = DenseKernels(rt, params={"weight": dict(default_params(rt, "weight"), DZT=1)})
-blocked.backward(blocked.forward(rng.standard_normal((9, blocked.n_in))).get())
+# the weight gradient on dZ transposed first (DZT): partial 4 x 4 blocks of the transpose;
+# and on x packed into panels (TN_PACKED): a partial last panel
+for packed in (0, 1):
+    weight = dict(default_params(rt, "weight", lanes=False), DZT=1, TN_PACKED=packed, TN_KB=0)
+    blocked.kernels = DenseKernels(rt, params={"weight": weight})
+    blocked.backward(blocked.forward(rng.standard_normal((9, blocked.n_in))).get())
 # gemm_tn's k in three slices (dimension 2) and their sums, in both designs and with the
 # tiles' k-blocks: the forward on Y^T and on x (its bias and tanh after the sum), the gated
 # input gradient, the weight gradient
@@ -43,6 +46,8 @@ for route in ("FWD_YT", "FWD_TN"):
                     for p in PRODUCTS},
                    {p: dict(default_params(rt, "input" if p == "forward" else p, lanes=False),
                             TN_KB=8) for p in PRODUCTS},
+                   {p: dict(default_params(rt, "input" if p == "forward" else p, lanes=False),
+                            TN_KB=0, TN_PACKED=int(p == "weight")) for p in PRODUCTS},
                    {"forward": forward_yt_params(rt, "b64", route=route),
                     "input": lanes_params(rt, "input", "b64"),
                     "weight": lanes_params(rt, "weight", "b64")}):
