@@ -113,8 +113,8 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     that vectorises across work-items (or a GPU) take the lanes design
     (:func:`lanes_params`), except with AVX2's 16 registers (``Limits.few_vector_registers``)
     beyond batch 1, where the lanes' 16 accumulators spill: there the gradients take 6 rows
-    of one 16-float vector (the weight gradient's on dZ transposed first, DZT) and the
-    forward 2 rows at width 8, as :func:`register_tiles`;
+    of one 16-float vector (on large layers the weight gradient's on dZ transposed first,
+    DZT) and the forward 2 rows at width 8, as :func:`register_tiles`;
     ``lanes`` False: the tiles whatever the device."""
     if lanes is None:
         spill = rt.limits.few_vector_registers and shape != "b1"  # b1's 1 x 8 fit
@@ -141,7 +141,7 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
            **common}
     if few:
         out["LOCAL"] = REGISTER_GROUP
-    if few and product == "weight":  # dW's rows are n_out, not the batch: larger groups
+    if few and product == "weight" and shape == "b64":  # large layers: see WEIGHT_REGISTER_GROUP
         out.update(DZT=1, LOCAL=WEIGHT_REGISTER_GROUP)
     if wide_cpu and product == "weight":
         out["TN_ORDER"] = 1
@@ -218,10 +218,11 @@ def candidates(rt, product: str, shape: str) -> list:
 # together; in groups of 256 work-items (twice Intel's preferred multiple), the 245 without
 # rows slowed the copies and barriers: the input gradient at 1024 ran 1.6x slower.
 REGISTER_GROUP = 16
-# The weight gradient's, on dZ transposed first (DZT): its tiles run along dW's n_out rows, so
-# a group of 64 tiles shares each copy of x's k-block among 384 rows of dW. Under the AVX2
-# emulation (nnlib.bench.emulate) on Zen 4, 1024 -> 1024 at batch 64, it ran 5-20 % faster
-# than groups of 16 on dZ, in each of six interleaved runs.
+# The weight gradient's on large layers (class b64), on dZ transposed first (DZT): its tiles
+# run along dW's n_out rows, so a group of 64 tiles shares each copy of x's k-block among 384
+# rows of dW. Under the AVX2 emulation (nnlib.bench.emulate) on Zen 4, 1024 -> 1024 at batch
+# 64, it ran 5-20 % faster than groups of 16 on dZ, in each of six interleaved runs; on small
+# layers (240 -> 128, 128 -> 64) the transpose's launch cost more than it saved: 30-50 %.
 WEIGHT_REGISTER_GROUP = 64
 
 
@@ -238,10 +239,10 @@ def register_tiles(rt, product: str, base: dict) -> list:
     w = vector_width(rt.limits.explicit_vector_width, WIDTHS)
     if product == "forward":
         return [dict(base, NT_I=2, VW=vector_width(w // 2, WIDTHS)), dict(base, NT_I=1, VW=w)]
-    six = dict(base, TN_R=6, TN_V=1, VW=w)
+    six = {k: v for k, v in base.items() if k != "DZT"} | {"TN_R": 6, "TN_V": 1, "VW": w}
     if product != "weight":
         return [six]
-    return [dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), dict(six, DZT=0)]
+    return [dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six]
 
 
 def lanes_by_default(rt) -> bool:
