@@ -344,9 +344,10 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
     """With 8 lanes a vector (AVX2: 16 registers) the gradients beyond batch 1 take 6 rows of
     one 16-float vector (12 registers) with k-blocks, not the lanes design's 16 accumulators
     (on large layers the weight gradient's on dZ transposed first, in larger groups, and on
-    dZ a candidate), and the forward 2 rows of x at width 8; at batch 1 (1 x 8 accumulators) and with 16 lanes
-    (AVX-512: 32 registers) the lanes design stays. Each default is a candidate, and the
-    register tiles are candidates with 16 lanes too, in work-groups of the default's size."""
+    dZ a candidate), and the forward 2 rows of x at width 8; at batch 1 (1 x 8
+    accumulators) and with 16 lanes (AVX-512: 32 registers) the lanes design stays. Each
+    default is a candidate, and the register tiles are candidates with 16 lanes too, in
+    work-groups of the default's size."""
     avx2, avx512 = cpu_vectorising_work_items(rt, 8), cpu_vectorising_work_items(rt, 16)
     assert avx2.limits.few_vector_registers and not avx512.limits.few_vector_registers
     for shape in ("b4", "b64", "small", "tall"):

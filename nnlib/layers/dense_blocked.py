@@ -201,7 +201,6 @@ class BlockedDenseKernels:
         return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, *strides, x, dw,
                         n_out, n_in, batch, np.int32(accumulate), db.data)
 
-
     def pack_panels(self, b, params: dict):
         """``b`` (nk x ncols) packed for gemm_tn with ``params`` (TN_PACKED): panels of
         TN_V * VW columns, each its nk rows in a row (dense.cl's pack_panels)."""

@@ -232,8 +232,8 @@ def register_tiles(rt, product: str, base: dict) -> list:
     lanes design's 16 accumulators and AVX-512's tiles spill. At the widest width w the
     compiler emits (16 floats, two AVX2 registers): the gradients' 6 rows of one vector (12
     AVX2 registers, the classic 6 x 16 micro-kernel), the weight gradient's on dZ transposed
-    first (DZT), also on x packed into panels (TN_PACKED), and on dZ; the forward's 2 rows of x at width w / 2 (8 accumulators of 4 rows of
-    W) and 1 row at width w."""
+    first (DZT), also on x packed into panels (TN_PACKED), and on dZ; the forward's 2 rows of
+    x at width w / 2 (8 accumulators of 4 rows of W) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
         return []
     w = vector_width(rt.limits.explicit_vector_width, WIDTHS)
