@@ -24,31 +24,37 @@
 #include "floatv.h"
 #if VW == 1
 #define ANY(c) (c)
+typedef uint uintv;
+#define AS_UINTV(x) as_uint(x)
 #else
 #define ANY(c) any(c)
+typedef FLOATV_CAT(uint, VW) uintv;
+#define AS_UINTV(x) FLOATV_CAT(as_uint, VW)(x)
 #endif
+#define EXPONENT 0x7f800000u  // a float's exponent bits: all set in NaN and the infinities
 
 // a / d where d > 0, else 0 (lane by lane for vectors).
 #define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
 
-// One work-item per VW gradient elements: flag the step in skip if any is NaN or infinite
-// (atomics only on a bad element, so the scan runs at memory speed); work-item 0 also moves
-// the last step's pair, last, into this step's count. The tail (fewer than VW elements) is
-// read a float at a time, apart from the vector path: built as a vector (load_v), it made
-// Intel's compiler run the whole scan several times slower.
+// Flag the step in skip if any of the n gradient elements is NaN or infinite: the work-items
+// walk the whole vectors of g in steps of the grid (the host launches one work-item per
+// CHECK_VECTORS of them: nnlib/optim.py), keeping the largest exponent field seen, which is
+// all ones only in NaN and the infinities (a test of bits: cheaper than isfinite() on PoCL,
+// and kept by a compiler told to assume finite math); atomics only on a bad element. Work-item 0 also checks the tail (n % VW elements) and moves the last
+// step's pair, last, into this step's count.
 kernel void check_finite(global const float *g, int n, global int *skip, global int *last)
 {
-    int first = VW * get_global_id(0);
-    if (first == 0) {
+    int whole = n / VW;
+    uintv top = 0;
+    for (int i = get_global_id(0); i < whole; i += get_global_size(0))
+        top = max(top, AS_UINTV(LOADV(g + i * VW)) & EXPONENT);
+    int bad = ANY(top == EXPONENT);
+    if (get_global_id(0) == 0) {
         skip[0] += last[0] + last[1];
         last[0] = last[1] = 0;
+        for (int k = whole * VW; k < n; ++k)
+            bad |= (as_uint(g[k]) & EXPONENT) == EXPONENT;
     }
-    int bad = 0;
-    if (first + VW <= n)
-        bad = ANY(!isfinite(LOADV(g + first)));
-    else
-        for (int k = first; k < n; ++k)
-            bad |= !isfinite(g[k]);
     if (bad)
         atomic_or(&skip[1], 1);
 }

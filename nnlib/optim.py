@@ -33,6 +33,10 @@ from .registry import OPTIMIZERS
 from .sizes import ceil_div, vector_width
 
 TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
+# Vectors of VW gradient elements per work-item of check_finite: a CPU runtime pays for each
+# work-item it runs, more than one vector's check costs (nnlib.bench.profile_step shows the
+# check's time in a step).
+CHECK_VECTORS = 8
 
 
 def default_params(rt) -> dict:
@@ -77,7 +81,8 @@ def measure(rt, params: dict) -> float:
         return (min(params["LOCAL"], kernel.work_group_size),) if params["LOCAL"] else None
 
     def run():
-        check(grid, local(check), g.data, np.int32(n), skip.data, skip.data)
+        check((ceil_div(n, params["VW"] * CHECK_VECTORS),), local(check), g.data, np.int32(n),
+              skip.data, skip.data)
         update(grid, local(update), w.data, g.data, m.data, v.data, skip.data, np.int32(n),
                f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0), np.int32(0), f32(1e-3),
                f32(1))
@@ -261,8 +266,8 @@ class Optimizer:
         targets = self._update_targets()
         last = self._skip_pairs[1 - self._turn]
         for t in targets:
-            self._elementwise("check_finite", t.size, t.grad.data, np.int32(t.size),
-                              self._skip_flag, last)
+            self._elementwise("check_finite", ceil_div(t.size, CHECK_VECTORS), t.grad.data,
+                              np.int32(t.size), self._skip_flag, last)
         self.steps += 1
         self.events = [self._update(t) for t in targets]
         self._turn = 1 - self._turn

@@ -432,6 +432,38 @@ def test_non_finite_gradients_skip_the_step(rt, name):
     assert resumed.skipped_steps == 1
 
 
+@pytest.mark.parametrize("width", sorted({c["VW"] for c in optim.candidates(
+    nnlib.get_runtime())}))
+def test_the_finiteness_check_finds_one_bad_element_anywhere(rt, monkeypatch, width):
+    """check_finite, at each width the tuner tries, on tensors of one element, of a few
+    vectors and a tail, and of more vectors than a work-group of the largest size checks:
+    one NaN or infinity at the start, the middle, the end (the tail) or the last whole
+    vector skips the step, as numpy's isfinite says; the largest, smallest and subnormal
+    finite floats do not."""
+    params = dict(optim.default_params(rt), VW=width, VLOAD=0)
+    monkeypatch.setattr(optim, "elementwise_params", lambda rt: dict(params))
+    per_item = width * optim.CHECK_VECTORS
+    tiny = np.finfo(np.float32).smallest_subnormal
+    big = np.finfo(np.float32).max
+    for n in (1, 3 * per_item + 5, rt.max_work_group_size * per_item + 7):
+        p = nnlib.Parameter(np.zeros(n), "w", runtime=rt)
+        opt = optim.SGD([p], lr=0.0)
+        good = np.resize(np.float32([big, -big, tiny, -tiny, 0.0, -0.0, 1.5]), n)
+        skipped = 0
+        positions = sorted({0, n // 2, n - 1, max(0, (n // width) * width - 1)})
+        for position in positions:
+            for bad in (np.nan, np.inf, -np.inf):
+                grad = good.copy()
+                grad[position] = bad
+                p.grad.set(grad)
+                opt.step()
+                skipped += not np.isfinite(grad).all()
+                assert opt.skipped_steps == skipped, (n, position, bad)
+        p.grad.set(good)
+        opt.step()
+        assert opt.skipped_steps == skipped, n
+
+
 @pytest.mark.parametrize("fused", [True, False])
 def test_skips_are_counted_over_many_steps_and_resume_from_a_state_dict(rt, fused):
     """Steps flag non-finite gradients in two pairs of counts used in turns: the count and
