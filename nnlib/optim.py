@@ -63,14 +63,18 @@ def candidates(rt) -> list:
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
-def kernel_options(params: dict) -> tuple:
-    return (f"-DVW={params['VW']}", f"-DVLOAD={params['VLOAD']}")
+def kernel_options(params: dict, n: int | None = None) -> tuple:
+    """The build options of kernels/optim.cl with ``params`` for tensors of ``n`` elements:
+    WHOLE_VECTORS where ``n`` is a multiple of VW (kernels/floatv.h's load_v then tests no
+    tail), as every flat layout is (its size is a multiple of the base-address alignment)."""
+    whole = ("-DWHOLE_VECTORS=1",) if n is not None and n % params["VW"] == 0 else ()
+    return (f"-DVW={params['VW']}", f"-DVLOAD={params['VLOAD']}", *whole)
 
 
 def measure(rt, params: dict) -> float:
     """Seconds per Adam step of TUNE_SIZE elements with ``params``: the two launches a step
     runs, the finiteness check and the update."""
-    check, update = (rt.launcher("optim", name, kernel_options(params))
+    check, update = (rt.launcher("optim", name, kernel_options(params, TUNE_SIZE))
                      for name in ("check_finite", "adam_update"))
     w, g, m, v = (rt.zeros((TUNE_SIZE,)) for _ in range(4))
     skip = rt.zeros((2,), dtype=np.int32)  # no gradient is flagged: it stays 0, as last
@@ -218,16 +222,17 @@ class Optimizer:
         self.kernel_params = elementwise_params(rt)
         self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
         self._group = self.kernel_params["LOCAL"]  # their work-group size (0: the rule's)
-        self._options = kernel_options(self.kernel_params)
 
-    def _launcher(self, name: str) -> Launcher:
-        """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options."""
-        return self.runtime.launcher("optim", name, self._options)
+    def _launcher(self, name: str, n: int | None = None) -> Launcher:
+        """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options
+        for tensors of ``n`` elements."""
+        return self.runtime.launcher("optim", name, kernel_options(self.kernel_params, n))
 
-    def _elementwise(self, name: str, n: int, *args) -> cl.Event:
+    def _elementwise(self, name: str, n: int, *args, size: int | None = None) -> cl.Event:
         """Kernel ``name`` of kernels/optim.cl over ``n`` elements, ``VW`` per work-item, in
-        work-groups of the tuned ``LOCAL`` work-items (0: as the launcher's rule chooses)."""
-        launcher = self._launcher(name)
+        work-groups of the tuned ``LOCAL`` work-items (0: as the launcher's rule chooses);
+        ``size``: the tensor's elements where they differ from ``n``."""
+        launcher = self._launcher(name, n if size is None else size)
         local = (min(self._group, launcher.work_group_size),) if self._group else None
         return launcher((ceil_div(n, self._vw),), local, *args)
 
@@ -267,7 +272,7 @@ class Optimizer:
         last = self._skip_pairs[1 - self._turn]
         for t in targets:
             self._elementwise("check_finite", ceil_div(t.size, CHECK_VECTORS), t.grad.data,
-                              np.int32(t.size), self._skip_flag, last)
+                              np.int32(t.size), self._skip_flag, last, size=t.size)
         self.steps += 1
         self.events = [self._update(t) for t in targets]
         self._turn = 1 - self._turn
@@ -497,7 +502,7 @@ class AdamMini(Adam):
                  weight_decay: float = 0.0, group_size: int | None = None):
         super().__init__(params, lr, betas, eps, weight_decay)
         rt = self.runtime
-        limit = rt.launcher("optim", "adam_mini_update", self._options).work_group_size
+        limit = self._launcher("adam_mini_update").work_group_size
         if group_size is None:
             # Twice the preferred multiple (16 on PoCL, 64 on NVIDIA): barriers are cheap
             # there, and the strided loop covers any block (larger groups are much slower on

@@ -139,6 +139,23 @@ def test_every_tuning_candidate_matches_reference(rt, monkeypatch, params):
             np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-5, err_msg=rule)
 
 
+def test_update_kernels_drop_the_tail_test_only_for_whole_vectors(rt):
+    """load_v's tail test is left out (WHOLE_VECTORS) only for tensors of whole vectors,
+    which every flat layout is, at every width the tuner tries; a tensor with a tail keeps
+    it (the per-tensor runs of test_many_tensors_match_reference check its results)."""
+    rng = np.random.default_rng(0)
+    ps = [nnlib.Parameter(rng.standard_normal(s), f"w{i}", runtime=rt)
+          for i, s in enumerate([(37,), (3, 5), (1,)])]
+    layout = FlatLayout.lay_out(ps)
+    for params in optim.candidates(rt):
+        vw = params["VW"]
+        assert "-DWHOLE_VECTORS=1" in optim.kernel_options(params, layout.size)
+        assert "-DWHOLE_VECTORS=1" in optim.kernel_options(params, 3 * vw)
+        if vw > 1:
+            assert "-DWHOLE_VECTORS=1" not in optim.kernel_options(params, 3 * vw + 1)
+        assert "-DWHOLE_VECTORS=1" not in optim.kernel_options(params)
+
+
 def test_optimizer_parameters_come_from_the_search(rt, tmp_path, monkeypatch):
     from nnlib import tuning
 
