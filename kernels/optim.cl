@@ -40,8 +40,9 @@ typedef FLOATV_CAT(uint, VW) uintv;
 // walk the whole vectors of g in steps of the grid (the host launches one work-item per
 // CHECK_VECTORS of them: nnlib/optim.py), keeping the largest exponent field seen, which is
 // all ones only in NaN and the infinities (a test of bits: cheaper than isfinite() on PoCL,
-// and kept by a compiler told to assume finite math); atomics only on a bad element. Work-item 0 also checks the tail (n % VW elements) and moves the last
-// step's pair, last, into this step's count.
+// and kept by a compiler told to assume finite math); atomics only on a bad element.
+// Work-item 0 also checks the tail (n % VW elements) and moves the last step's pair, last,
+// into this step's count.
 kernel void check_finite(global const float *g, int n, global int *skip, global int *last)
 {
     int whole = n / VW;

@@ -228,13 +228,13 @@ class Optimizer:
         for tensors of ``n`` elements."""
         return self.runtime.launcher("optim", name, kernel_options(self.kernel_params, n))
 
-    def _elementwise(self, name: str, n: int, *args, size: int | None = None) -> cl.Event:
-        """Kernel ``name`` of kernels/optim.cl over ``n`` elements, ``VW`` per work-item, in
-        work-groups of the tuned ``LOCAL`` work-items (0: as the launcher's rule chooses);
-        ``size``: the tensor's elements where they differ from ``n``."""
-        launcher = self._launcher(name, n if size is None else size)
+    def _elementwise(self, name: str, n: int, *args, vectors: int = 1) -> cl.Event:
+        """Kernel ``name`` of kernels/optim.cl over ``n`` elements, ``vectors`` vectors of
+        ``VW`` per work-item, in work-groups of the tuned ``LOCAL`` work-items (0: as the
+        launcher's rule chooses)."""
+        launcher = self._launcher(name, n)
         local = (min(self._group, launcher.work_group_size),) if self._group else None
-        return launcher((ceil_div(n, self._vw),), local, *args)
+        return launcher((ceil_div(n, self._vw * vectors),), local, *args)
 
     @property
     def fused(self) -> bool:
@@ -271,8 +271,8 @@ class Optimizer:
         targets = self._update_targets()
         last = self._skip_pairs[1 - self._turn]
         for t in targets:
-            self._elementwise("check_finite", ceil_div(t.size, CHECK_VECTORS), t.grad.data,
-                              np.int32(t.size), self._skip_flag, last, size=t.size)
+            self._elementwise("check_finite", t.size, t.grad.data, np.int32(t.size),
+                              self._skip_flag, last, vectors=CHECK_VECTORS)
         self.steps += 1
         self.events = [self._update(t) for t in targets]
         self._turn = 1 - self._turn
