@@ -222,11 +222,15 @@ class Optimizer:
         self.kernel_params = elementwise_params(rt)
         self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
         self._group = self.kernel_params["LOCAL"]  # their work-group size (0: the rule's)
+        self._options: dict = {}  # tensor size -> kernel_options, made once per size
 
     def _launcher(self, name: str, n: int | None = None) -> Launcher:
         """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options
         for tensors of ``n`` elements."""
-        return self.runtime.launcher("optim", name, kernel_options(self.kernel_params, n))
+        options = self._options.get(n)
+        if options is None:
+            options = self._options[n] = kernel_options(self.kernel_params, n)
+        return self.runtime.launcher("optim", name, options)
 
     def _elementwise(self, name: str, n: int, *args, vectors: int = 1) -> cl.Event:
         """Kernel ``name`` of kernels/optim.cl over ``n`` elements, ``vectors`` vectors of
