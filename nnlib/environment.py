@@ -39,7 +39,7 @@ POCL_THREADS = (1, 4096)  # POCL_MAX_PTHREAD_COUNT: PoCL starts that many worker
 # more): a smaller file-size limit or less free disk stops the compiler.
 MIN_FILE_BYTES = 16 << 20
 MIN_FREE_BYTES = 16 << 20
-SWITCHES = {"NNLIB_CHECK_ARGS": ("", "0", "1")}
+SWITCHES = {"NNLIB_CHECK_ARGS": ("", "0", "1"), "NNLIB_PROFILING": ("", "0", "1")}
 
 _checked = False
 
@@ -96,6 +96,16 @@ def _check_context() -> None:
 
 
 PROFILES = ("device", "gpu")
+
+
+def profiling_from_env(value: bool | None = None) -> bool:
+    """Whether a runtime's queue records kernel times: ``value`` or, if None,
+    ``NNLIB_PROFILING`` ("1": on; unset or "0": off)."""
+    if value is None:
+        return os.environ.get("NNLIB_PROFILING", "").strip() == "1"
+    if not isinstance(value, bool):
+        raise TypeError(f"profiling must be True, False or None, got {value!r}")
+    return value
 
 
 def profile_from_env(value: str | None = None) -> str:

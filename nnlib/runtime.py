@@ -1,9 +1,12 @@
 """The OpenCL runtime: one context and queue on the chosen device (:mod:`nnlib.opencl_devices`),
 the programs built there from ``kernels/`` (:mod:`nnlib.sources`), arrays, kernel timing.
 
-One :class:`Runtime` holds a context, a profiling queue and the programs built for it.
+One :class:`Runtime` holds a context, an in-order queue and the programs built for it.
 ``get_runtime()`` returns the default one, created on first use (never at import):
-``use_device(spec)`` replaces it. Device choice, in order: the argument, ``PYOPENCL_CTX``,
+``use_device(spec)`` replaces it. The queue records kernel times (OpenCL profiling events,
+:func:`event_ms`) only in a runtime made with ``profiling=True`` (or ``NNLIB_PROFILING=1``):
+some drivers charge for it at every launch (NVIDIA's OpenCL: about 5 µs, a third of an
+enqueue; ``python -m nnlib.bench.launch`` measures both queues). Device choice, in order: the argument, ``PYOPENCL_CTX``,
 a GPU, the CPU. The Oclgrind simulator is only used when asked for by name.
 
 Kernels and layers read a device's limits from the runtime (``rt.vector_width``,
@@ -62,23 +65,25 @@ MAX_PROGRAMS = 64
 
 
 class Runtime:
-    """A device with its context, one in-order profiling queue and its built programs.
+    """A device with its context, one in-order queue and its built programs.
 
     ``profile`` ("device" or "gpu"; None: ``NNLIB_PROFILE``) chooses the limits it reports;
-    ``max_work_group`` (None: ``NNLIB_MAX_WORK_GROUP``, if set) caps its work-groups.
+    ``max_work_group`` (None: ``NNLIB_MAX_WORK_GROUP``, if set) caps its work-groups;
+    ``profiling`` (None: ``NNLIB_PROFILING``, off unless "1") makes the queue record each
+    kernel's start and end (:func:`event_ms`).
     """
 
     def __init__(self, device=None, profile: str | None = None,
-                 max_work_group: int | None = None):
+                 max_work_group: int | None = None, profiling: bool | None = None):
         environment.check()
         self.profile = profile_from_env(profile)
         self.cap = max_work_group_from_env(max_work_group)
+        self.profiling = environment.profiling_from_env(profiling)
         self.device = find_device(device)
         self.limits = device_limits(self.device, self.profile, self.cap)
         self.context = cl.Context([self.device])
-        self.queue = cl.CommandQueue(
-            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
-        )
+        self.queue = cl.CommandQueue(self.context, properties=(
+            cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0))
         # Freed device arrays return their buffers here, so per-step allocations are cheap.
         self.allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         self._checked_shapes: dict = {}  # (shape, dtype) asked of empty() -> checked form
@@ -98,6 +103,8 @@ class Runtime:
         gpu = ", GPU profile" if self.profile == "gpu" else ""
         if self.cap is not None:
             gpu += f", work-groups <= {self.cap}"
+        if self.profiling:
+            gpu += ", profiling"
         return f"Runtime({self.device.platform.name}: {self.device.name.strip()}{gpu})"
 
     @property
@@ -364,8 +371,12 @@ def check_shape(name: str, got: tuple, want) -> None:
 
 
 _default: Runtime | None = None
-_runtimes: dict = {}  # (device, profile, cap) -> its runtime: use_device again reuses it
+_runtimes: dict = {}  # (device, profile, cap, profiling) -> its runtime, reused by use_device
 _default_lock = threading.Lock()
+
+
+def _key(rt: Runtime) -> tuple:
+    return rt.device.int_ptr, rt.profile, rt.cap, rt.profiling
 
 
 def get_runtime() -> Runtime:
@@ -374,23 +385,22 @@ def get_runtime() -> Runtime:
     with _default_lock:
         if _default is None:
             _default = Runtime()
-            _runtimes.setdefault((_default.device.int_ptr, _default.profile, _default.cap),
-                                 _default)
+            _runtimes.setdefault(_key(_default), _default)
         return _default
 
 
-def use_device(spec=None, profile: str | None = None) -> Runtime:
+def use_device(spec=None, profile: str | None = None, profiling: bool | None = None) -> Runtime:
     """Make the device ``spec`` (see :func:`find_device`) the default and return its runtime
-    (``profile``: see :class:`Runtime`). Each device, profile and work-group cap gets one
-    runtime, made on its first use and reused after (a context and its programs cost
-    megabytes)."""
+    (``profile`` and ``profiling``: see :class:`Runtime`). Each device, profile, work-group
+    cap and profiling choice gets one runtime, made on its first use and reused after (a
+    context and its programs cost megabytes)."""
     global _default
     device, profile = find_device(spec), profile_from_env(profile)
-    cap = max_work_group_from_env()
+    cap, profiling = max_work_group_from_env(), environment.profiling_from_env(profiling)
     with _default_lock:
-        key = (device.int_ptr, profile, cap)
+        key = (device.int_ptr, profile, cap, profiling)
         if key not in _runtimes:
-            _runtimes[key] = Runtime(device, profile, cap)
+            _runtimes[key] = Runtime(device, profile, cap, profiling)
         _default = _runtimes[key]
         return _default
 
@@ -421,7 +431,14 @@ def resolve_runtime(runtime) -> Runtime:
 
 
 def event_ms(*events: cl.Event) -> float:
-    """Kernel time in milliseconds summed over profiled events (waits for them)."""
+    """Kernel time in milliseconds summed over profiled events (waits for them): events of a
+    runtime made with ``profiling=True``, else a clear error."""
+    for e in events:
+        if not e.command_queue.properties & cl.command_queue_properties.PROFILING_ENABLE:
+            raise RuntimeError(
+                "kernel times need a queue that records them: make the runtime with "
+                "profiling on, nnlib.use_device(profiling=True) or nnlib.Runtime(device, "
+                "profiling=True) (or set NNLIB_PROFILING=1 before starting Python)")
     cl.wait_for_events(list(events))
     return sum(e.profile.end - e.profile.start for e in events) * 1e-6
 

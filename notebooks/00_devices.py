@@ -149,8 +149,21 @@ out = out_dev.get()
 print("matches numpy:", np.array_equal(out, nnlib.reference.vector_add(a, b)))
 
 # %% [markdown]
-# Queues in nnlib record when each kernel started and ended (profiling), so we can time the
-# kernel itself, separately from the copies to and from the device:
+# A queue can record when each kernel started and ended (**profiling**), which times the
+# kernel itself, separately from the copies to and from the device and from the host's
+# enqueueing. It is a property the queue is made with, and some drivers charge for it at
+# every launch (NVIDIA's OpenCL on an H100, driver 580, 2026-11-27: 15 µs an enqueue with
+# it, 10 without; PoCL and Intel's CPU runtime on an AMD Zen 4: no difference), so the
+# default runtime's queue does not record. `nnlib.use_device(profiling=True)` makes the
+# default one that does, and `nnlib.Runtime(device, profiling=True)` a second one beside
+# it, with its own arrays:
+
+# %%
+timed = nnlib.Runtime(rt.device, profiling=True)
+print("this queue records kernel times:", timed.profiling)
+add = timed.launcher("vector", "vector_add")
+event = add((n,), (local,), timed.to_device(a).data, timed.to_device(b).data,
+            timed.empty((n,)).data, np.int32(n))
 
 # %% tags=["nbval-ignore-output"]
 print(f"kernel time: {runtime.event_ms(event) * 1000:.1f} us for {n} elements")
@@ -184,7 +197,7 @@ assert 0 < runtime.event_ms(event) < 1000, "a kernel over 1000 elements takes mi
 # - A kernel is written for one work-item; the global size is padded to a multiple of the
 #   work-group size, so kernels check their bounds.
 # - nnlib builds `kernels/<topic>.cl` once per device, keeps each kernel (`rt.launcher`), and
-#   times kernels with profiling events.
+#   times kernels with profiling events, from a queue made to record them.
 #
 # ## Exercises
 # 1. Run `vector_add` with `n = rt.max_work_group_size + 1`. What global size is launched?

@@ -263,7 +263,7 @@ costs = launch.main(["--count", "100", "--repeat", "7", "--sizes", "64", "104857
 assert costs and all(r["us"] > 0 for r in costs)
 
 # %% [markdown]
-# Six lessons for a training step:
+# Seven lessons for a training step:
 # * never wait for the device inside it: `train_step` returns a loss that is read only when
 #   asked, and `to_device` copies host data into a new buffer as it makes it, outside the
 #   queue (a copy through the queue runs after every kernel queued before it, and pyopencl
@@ -294,6 +294,10 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   them out (`nnlib/step_replay.py`; `net.replay_steps = False` turns it off). What changes
 #   per step, the gather's rows, the loss's offset and the optimizer's flags, is launched as
 #   before. The cell after this list times the host's part of a step both ways;
+# * record only what you read: a queue made to record kernel times (profiling, notebook 00)
+#   costs some drivers time at every launch (compare the table's two preset enqueues: the
+#   second is on such a queue), so the default runtime's queue does not record, and the
+#   kernel-by-kernel breakdown further down makes a runtime of its own that does;
 # * help the compiler vectorize: PoCL runs the work-items of a group as a loop and turns it
 #   into SIMD code only when it can prove the loop has no data-dependent exits. The update
 #   kernels' `if (skip[1]) return;` defeated that, so each work-item now handles `VW`
@@ -356,22 +360,25 @@ assert model._replay.replays == 6 * 20 - 2  # every step after the first two, se
 # ## One training step, kernel by kernel
 #
 # The MLP 240 -> 512 -> 256 -> 3 (tanh, MSE, Adam) from `nnlib.bench.train_step`, with the
-# device time of each kernel from OpenCL profiling events:
+# device time of each kernel from OpenCL profiling events, on a runtime whose queue records
+# them (`profiling=True`, notebook 00):
 
 # %% tags=["nbval-ignore-output"] caption="The device time of each kernel of one training step, at a small batch (left) and a large one (right). The matrix kernels grow with the batch while the optimizer's pass over every parameter stays the same: at a small batch it dominates."
+timed = nnlib.use_device(rt.device, profiling=True)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
 for ax, batch in zip(axes, (64, 1)):
     net = train_step.nnlib_net(nnlib)
     opt = nnlib.optim.Adam(net.parameters(), lr=1e-3)
     x = rng.standard_normal((batch, 240)).astype(np.float32)
     y = rng.standard_normal((batch, 3)).astype(np.float32)
-    table = step_breakdown(net, rt.to_device(x), rt.to_device(y), opt)
+    table = step_breakdown(net, timed.to_device(x), timed.to_device(y), opt)
     ax.barh([f"{name} x{n}" for name, (n, _) in table.items()],
             [us for _, us in table.values()])
     ax.set(xlabel="device µs", title=f"batch {batch}")
     ax.invert_yaxis()
 plt.tight_layout()
 plt.show()
+rt = nnlib.use_device(rt.device)  # back to the runtime whose queue does not record
 
 # %% [markdown]
 # Compare the two panels: the matrix kernels' share shrinks with the batch, while the

@@ -44,7 +44,7 @@ from nnlib.reference import optim as ref
 from nnlib.runtime import event_ms
 
 rng = np.random.default_rng(0)
-rt = nnlib.get_runtime()
+rt = nnlib.use_device(profiling=True)  # a queue that records kernel times: "Speed" reads them
 print(rt)
 
 # %% [markdown]
@@ -258,8 +258,8 @@ plt.show()
 # %% [markdown]
 # ## Speed: time per step from profiling events
 #
-# Each update kernel's start and end are recorded by the queue; `opt.events` holds the last
-# step's. The update is memory-bound: it reads and writes every weight and its state.
+# The runtime of this notebook records each kernel's start and end (`profiling=True`, see
+# notebook 00); `opt.events` holds the last step's update kernels. The update is memory-bound: it reads and writes every weight and its state.
 
 # %% tags=["nbval-ignore-output"]
 for name, make in makers.items():

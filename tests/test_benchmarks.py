@@ -75,7 +75,8 @@ def test_seed_experiment_runs_and_writes_json():
 
 def test_launch_benchmark_runs_and_writes_json():
     rows = launch.main(["--count", "3", "--repeat", "1", "--sizes", "64"])
-    assert len(rows) == 8 and all(r["us"] > 0 for r in rows)
+    assert len(rows) == 9 and all(r["us"] > 0 for r in rows)
+    assert "enqueue, arguments preset, profiling queue" in [r["what"] for r in rows]
     assert saved("launch")["rows"] == rows
 
 

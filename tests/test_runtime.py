@@ -146,16 +146,49 @@ def test_launchers_are_built_and_fetched_once(rt):
 
 
 def test_vector_add_and_profiling(rt, rng):
-    n = rt.max_work_group_size + 3
+    timed = runtime.Runtime(rt.device, rt.profile, rt.cap, profiling=True)
+    n = timed.max_work_group_size + 3
     a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
-    a_dev, b_dev, out = rt.to_device(a), rt.to_device(b), rt.empty((n,))
-    knl = rt.launcher("vector", "vector_add")
+    a_dev, b_dev, out = timed.to_device(a), timed.to_device(b), timed.empty((n,))
+    knl = timed.launcher("vector", "vector_add")
     local = (min(64, knl.work_group_size),)
     event = knl((n,), local, a_dev.data, b_dev.data, out.data, np.int32(n))
-    assert runtime.event_ms(event) >= 0
+    assert runtime.event_ms(event) > 0
     np.testing.assert_array_equal(out.get(), nnlib.reference.vector_add(a, b))
     assert runtime.time_kernel(lambda: knl((n,), None, a_dev.data, b_dev.data,
-                                           out.data, np.int32(n)), repeat=3) >= 0
+                                           out.data, np.int32(n)), repeat=3) > 0
+
+
+def test_kernel_times_only_from_a_runtime_made_with_profiling(monkeypatch, rt):
+    """The queue records kernel times only when asked (NVIDIA's driver charges for it at
+    every launch); reading them from any other queue is an error that says how to ask."""
+    monkeypatch.delenv("NNLIB_PROFILING", raising=False)
+    assert runtime.environment.profiling_from_env() is False
+    monkeypatch.setenv("NNLIB_PROFILING", "1")
+    assert runtime.environment.profiling_from_env() is True
+    plain = runtime.Runtime(rt.device, rt.profile, rt.cap, profiling=False)
+    assert not plain.queue.properties & cl.command_queue_properties.PROFILING_ENABLE
+    a = plain.zeros((5,))
+    event = plain.launcher("vector", "vector_add")((5,), None, a.data, a.data, a.data,
+                                                   np.int32(5))
+    with pytest.raises(RuntimeError, match=r"profiling=True"):
+        runtime.event_ms(event)
+    with pytest.raises(TypeError, match="profiling must be True, False or None"):
+        runtime.Runtime(rt.device, profiling=1)
+    monkeypatch.setenv("NNLIB_PROFILING", "yes")
+    with pytest.raises(nnlib.EnvironmentSettingError, match="NNLIB_PROFILING"):
+        runtime.environment._check_nnlib()
+
+
+def test_use_device_keeps_one_runtime_per_profiling_choice(rt):
+    try:
+        timed = nnlib.use_device(rt.device, profiling=True)
+        assert timed.profiling and nnlib.get_runtime() is timed and "profiling" in repr(timed)
+        assert nnlib.use_device(rt.device, profiling=True) is timed
+        assert nnlib.use_device(rt.device, profiling=False) is not timed
+    finally:
+        nnlib.use_device(rt.device, profiling=rt.profiling)
+    assert nnlib.get_runtime() is rt
 
 
 def test_a_kernel_folder_overrides_and_edits_rebuild(tmp_path, rt, rng):

@@ -10,6 +10,7 @@ import pytest
 
 import nnlib
 from nnlib.batches import DeviceBatches
+from nnlib.runtime import Runtime
 
 SIZES = (37, 70, 9, 3)  # widths that are no multiple of a work-group or vector width
 
@@ -172,13 +173,18 @@ def test_a_new_optimizer_is_recorded_anew(rt, rng):
 def test_the_step_profile_sees_every_kernel_of_a_step_that_would_be_replayed(rt, rng):
     """nnlib.bench.profile_step times each kernel through the launchers, which a replay
     bypasses: on device arrays (replayable) it still finds every kernel at every step, and
-    leaves replay_steps as it found it."""
+    leaves replay_steps as it found it. It needs a runtime whose queue records kernel times,
+    and says so on any other."""
     from nnlib.bench.profile_step import step_breakdown
-    model = net(rt)
+    with pytest.raises(RuntimeError, match="profiling=True"):
+        step_breakdown(net(Runtime(rt.device, rt.profile, rt.cap, profiling=False)), None,
+                       None, None)
+    timed = Runtime(rt.device, rt.profile, rt.cap, profiling=True)
+    model = net(timed)
     opt = nnlib.optim.SGD(model.parameters(), lr=0.05)
-    x, labels = data(rt, rng, 16)
+    x, labels = data(timed, rng, 16)
     y = model.targets(labels, 16)
-    table = step_breakdown(model, rt.to_device(x), y, opt, steps=4)
+    table = step_breakdown(model, timed.to_device(x), y, opt, steps=4)
     assert model.replay_steps and model._replay.replays == 0
     assert sum(count for count, _ in table.values()) >= 3 + 3 + 2  # forward, weights, inputs
     assert all(us > 0 for _, us in table.values())

@@ -26,6 +26,7 @@ import nnlib
 from nnlib.catch import CATCH
 from nnlib.catch.detector import sliding_windows
 from nnlib.data import anomaly_dataset
+from nnlib.runtime import Runtime, get_runtime
 
 from .common import environment, set_pocl_threads, settle, write_json
 from .profile_step import recording
@@ -107,8 +108,8 @@ def official_epoch(path, windows, sizes, batches, threads, lr=1e-4, mask_lr=1e-5
     return epoch, sum(p.numel() for p in model.parameters())
 
 
-def nnlib_model(n_channels, sizes):
-    return CATCH(n_channels, seed=0, **sizes)
+def nnlib_model(n_channels, sizes, runtime=None):
+    return CATCH(n_channels, seed=0, runtime=runtime, **sizes)
 
 
 def nnlib_epoch(windows, sizes, batches):
@@ -140,8 +141,11 @@ def alternating_s(epochs: dict, rounds: int) -> dict:
 
 
 def kernel_profile(windows, sizes, steps: int = 3) -> dict:
-    """{kernel: (launches per step, device ms per step)} of nnlib's training step."""
-    model = nnlib_model(windows.shape[1], sizes)
+    """{kernel: (launches per step, device ms per step)} of nnlib's training step, on a
+    runtime of the default device whose queue records kernel times."""
+    rt = get_runtime()
+    timed = Runtime(rt.device, rt.profile, rt.cap, profiling=True)
+    model = nnlib_model(windows.shape[1], sizes, timed)
     main, mask = model._optimizers()
     rng = np.random.default_rng(0)
     batch = windows[:sizes["batch_size"]]

@@ -36,7 +36,12 @@ def step_breakdown(net, x, y, optimizer, steps: int = 10) -> dict:
     """{kernel name: (launches per step, device microseconds per step)} of
     ``net.train_step``: the median over ``steps`` steps, each waited for before the next.
     The steps are not replayed (nnlib.step_replay): a replay bypasses the launchers that
-    name the kernels, and runs the same kernels."""
+    name the kernels, and runs the same kernels. ``net`` must live on a runtime whose queue
+    records kernel times (``nnlib.use_device(profiling=True)``)."""
+    if not net.runtime.profiling:
+        raise RuntimeError("step_breakdown reads kernel times from profiling events: build "
+                           "the network on a runtime made with profiling=True, e.g. after "
+                           "nnlib.use_device(profiling=True)")
     replay, net.replay_steps = net.replay_steps, False
     try:
         float(net.train_step(x, y, optimizer))  # warm: programs built, buffers pooled
@@ -63,6 +68,7 @@ def main(argv=None):
     import nnlib
 
     from .train_step import SIZES, nnlib_net
+    nnlib.use_device(profiling=True)
     rng = np.random.default_rng(0)
     net = nnlib_net(nnlib)
     opt = nnlib.optim.Adam(net.parameters(), lr=1e-3)
