@@ -3,11 +3,11 @@ the programs built there from ``kernels/`` (:mod:`nnlib.sources`), arrays, kerne
 
 One :class:`Runtime` holds a context, an in-order queue and the programs built for it.
 ``get_runtime()`` returns the default one, created on first use (never at import):
-``use_device(spec)`` replaces it. The queue records kernel times (OpenCL profiling events,
-:func:`event_ms`) only in a runtime made with ``profiling=True`` (or ``NNLIB_PROFILING=1``):
-some drivers charge for it at every launch (NVIDIA's OpenCL: about 5 µs, a third of an
-enqueue; ``python -m nnlib.bench.launch`` measures both queues). Device choice, in order: the argument, ``PYOPENCL_CTX``,
-a GPU, the CPU. The Oclgrind simulator is only used when asked for by name.
+``use_device(spec)`` replaces it. Device choice, in order: the argument, ``PYOPENCL_CTX``,
+a GPU, the CPU. The Oclgrind simulator is only used when asked for by name. The queue
+records kernel times (OpenCL profiling events, :func:`event_ms`) only in a runtime made with
+``profiling=True`` (or ``NNLIB_PROFILING=1``): some drivers charge for it at every launch
+(``python -m nnlib.bench.launch`` times a launch on both kinds of queue).
 
 Kernels and layers read a device's limits from the runtime (``rt.vector_width``,
 ``rt.max_work_group_size``, ``rt.work_group_multiple``, ``rt.local_mem_size``, all in

@@ -259,7 +259,8 @@ plt.show()
 # ## Speed: time per step from profiling events
 #
 # The runtime of this notebook records each kernel's start and end (`profiling=True`, see
-# notebook 00); `opt.events` holds the last step's update kernels. The update is memory-bound: it reads and writes every weight and its state.
+# notebook 00); `opt.events` holds the last step's update kernels. The update is
+# memory-bound: it reads and writes every weight and its state.
 
 # %% tags=["nbval-ignore-output"]
 for name, make in makers.items():
