@@ -375,8 +375,9 @@ _runtimes: dict = {}  # (device, profile, cap, profiling) -> its runtime, reused
 _default_lock = threading.Lock()
 
 
-def _key(rt: Runtime) -> tuple:
-    return rt.device.int_ptr, rt.profile, rt.cap, rt.profiling
+def _key(device, profile: str, cap, profiling: bool) -> tuple:
+    """What tells the runtimes of ``_runtimes`` apart."""
+    return device.int_ptr, profile, cap, profiling
 
 
 def get_runtime() -> Runtime:
@@ -385,7 +386,8 @@ def get_runtime() -> Runtime:
     with _default_lock:
         if _default is None:
             _default = Runtime()
-            _runtimes.setdefault(_key(_default), _default)
+            _runtimes.setdefault(_key(_default.device, _default.profile, _default.cap,
+                                      _default.profiling), _default)
         return _default
 
 
@@ -398,7 +400,7 @@ def use_device(spec=None, profile: str | None = None, profiling: bool | None = N
     device, profile = find_device(spec), profile_from_env(profile)
     cap, profiling = max_work_group_from_env(), environment.profiling_from_env(profiling)
     with _default_lock:
-        key = (device.int_ptr, profile, cap, profiling)
+        key = _key(device, profile, cap, profiling)
         if key not in _runtimes:
             _runtimes[key] = Runtime(device, profile, cap, profiling)
         _default = _runtimes[key]
