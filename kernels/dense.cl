@@ -100,6 +100,11 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   TN_LANES 1: the lanes design below (0: the tiles above), for devices that vectorise
 //         across work-items; TN_V then counts scalar columns, and VW, VLOAD, NT_KB, TN_KB
 //         and TN_ORDER do not apply
+//   GEMM_NT 1 (the default): the build holds gemm_nt, 0: not; GEMM_TN the same for the four
+//         gemm_tn kernels. A compiler that compiles every kernel of a program when it is
+//         built (Intel's CPU runtime; PoCL compiles a kernel at its first launch) would
+//         otherwise compile both designs' largest kernels for each tile the tuner tries of
+//         one, so nnlib builds each launch with only the kernel family it runs
 #ifndef VW
 #define VW 8
 #endif
@@ -130,6 +135,12 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #ifndef TN_LANES
 #define TN_LANES 0
+#endif
+#ifndef GEMM_NT
+#define GEMM_NT 1
+#endif
+#ifndef GEMM_TN
+#define GEMM_TN 1
 #endif
 #include "floatv.h"
 #include "activation_vector.h"
@@ -177,6 +188,7 @@ inline int2 k_slice(int nk)
 }
 
 #if !TN_LANES
+#if GEMM_NT
 // C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major; softmax
 // (act ACT_SOFTMAX) only where nj <= NT_J (wider rows: softmax_rows afterwards).
 // One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector
@@ -257,6 +269,7 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         }
     }
 }
+#endif
 
 // act(z + bias) of one vector of C: its VW values four at a time (activate4).
 inline floatv bias_actv(floatv z, global const float *bias, int act)
@@ -451,6 +464,7 @@ inline void store_row4(float4 out, global float *c, int n)
     }
 }
 
+#if GEMM_NT
 // C = act(A B^T + bias) as gemm_nt above. Lane j of a work-group owns column j of its
 // block of C (row j of B) for NT_I rows of A: NT_I scalar accumulators; each step reads 8
 // floats of its own row of B (the compiler loads the lanes' rows together and transposes
@@ -513,6 +527,7 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         if (i0 + i < ni)
             c[(size_t)(i0 + i) * nj + j0 + lane] = activate(acc[i] + add, act);
 }
+#endif
 
 // C (+)= P^T B and what it does besides, as tn_tile above. Work-item `lane` of a work-group
 // owns TN_R rows x the TN_V columns lane, lane + lanes, ... of the work-group's block of
@@ -584,6 +599,7 @@ __attribute__((always_inline)) inline void tn_tile(
 }
 #endif
 
+#if GEMM_TN
 #define TN_PANEL local float panel[TN_KB ? TN_KB * TN_COLS : 1]
 
 // C (+)= P^T B: the plain product (the input gradient of a layer whose dZ Sequential does
@@ -625,6 +641,7 @@ kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, d, 0, panel);
 }
+#endif
 
 // C (+)= the sum of the `splits` partial products in part (count = nrows * ncols values
 // each), written by the slices of k of a gemm_tn kernel launched with dimension 2; with y

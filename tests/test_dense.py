@@ -4,6 +4,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import nnlib
@@ -13,8 +14,8 @@ from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, bu
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import BlockedDenseKernels
 from nnlib.layers.dense_params import (FORWARD_TN_CLASSES, FORWARD_YT_TILES, MAX_K_SLICES,
-                                       MIN_K_SLICE, REGISTER_GROUP, WEIGHT_REGISTER_GROUP,
-                                       forward_yt_params, k_slices, lanes_by_default,
+                                       MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
+                                       WEIGHT_REGISTER_GROUP, forward_yt_params, k_slices, lanes_by_default,
                                        lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
@@ -377,12 +378,30 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
         2 if rt.limits.few_vector_registers else 1)
 
 
+def test_each_build_holds_only_the_kernel_family_it_launches(rt):
+    """gemm_nt's builds leave out the gemm_tn kernels, the gemm_tn kernels' builds leave out
+    gemm_nt (GEMM_NT, GEMM_TN), the small kernels' builds both; without these options the
+    file builds whole."""
+    def names(options):
+        program = rt.program("dense", options)
+        return set(program.get_info(cl.program_info.KERNEL_NAMES).split(";"))
+    tn = {"gemm_tn", "gemm_tn_gated", "gemm_tn_bias", "gemm_tn_rowsum"}
+    small = {"transpose", "dense_forward_seed", "tn_sum_splits", "pack_panels"}
+    forward = names(build_options(default_params(rt, "forward"), "gemm_nt"))
+    weight = names(build_options(default_params(rt, "weight"), "gemm_tn_rowsum"))
+    assert "gemm_nt" in forward and not forward & tn and small <= forward
+    assert "gemm_nt" not in weight and tn | small <= weight
+    assert not names(SMALL_KERNELS) & (tn | {"gemm_nt"}) and small <= names(SMALL_KERNELS)
+    assert tn | small | {"gemm_nt"} <= names(())
+
+
 @pytest.mark.parametrize("kernel", ["transpose", "transpose_by_columns", "transpose_bias_act"])
 def test_transpose_matches_numpy(rt, rng, kernel):
     """The transposes of dZ (DZT) and of X, and Y's from Y^T with bias and tanh (FWD_YT):
     partial 4 x 4 blocks at both edges, one row, one column, and more rows and more columns
     than a work-group holds work-items."""
-    launcher, big = rt.launcher("dense", kernel), 4 * rt.max_work_group_size + 5
+    launcher = rt.launcher("dense", kernel, SMALL_KERNELS)
+    big = 4 * rt.max_work_group_size + 5
     for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6), (5, big)]:
         a = rng.standard_normal((rows, cols)).astype(np.float32)
         bias = rng.standard_normal(rows).astype(np.float32)

@@ -31,6 +31,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..codes import ACTIVATIONS
+from ..layers.dense_params import SMALL_KERNELS
 from ..opencl_devices import DeviceNotFoundError, NoPlatformError, find_device
 from ..runtime import Runtime
 from ..sizes import ceil_div
@@ -244,7 +245,7 @@ def blocked_dense_loads(folder, block: int) -> tuple[float, float]:
         return run
     blocked = measure("blocked", "dense_forward_blocked", folder,
                       launch((ceil_div(n_out, block), ceil_div(batch, block))))
-    naive = measure("dense", "dense_forward_seed", None, launch((n_out, batch)))
+    naive = measure("dense", "dense_forward_seed", None, launch((n_out, batch)), SMALL_KERNELS)
     if blocked.invalid or blocked.races:
         raise NotYet(race_message(blocked))
     outputs = batch * n_out

@@ -9,6 +9,7 @@ import numpy as np
 from .. import reference as ref
 from ..activations import DERIVATIVE_FORMULAS, FROM_Y
 from ..codes import ACTIVATIONS, LOSSES
+from ..layers.dense_params import SMALL_KERNELS
 from .harness import (Output, guard, launch, new_rng, student_kernel, to_device, wide)
 from .registry import exercise
 from .verdicts import Case, Verdict, verdict
@@ -25,7 +26,7 @@ def check_dense_forward(folder) -> Verdict:
     params = ("x", "w", "bias", "y", "batch", "n_in", "n_out", "act")
 
     def cases():
-        kernel = student_kernel(folder, "dense", "dense_forward_seed", params)
+        kernel = student_kernel(folder, "dense", "dense_forward_seed", params, SMALL_KERNELS)
         rng, big = new_rng(), wide()
         shapes = [(1, 13, 7, "tanh"), (5, 33, 17, "sigmoid"), (4, 8, 3, "relu"),
                   (3, big, 9, "none"), (2, 6, big, "leaky_relu")]
@@ -75,7 +76,7 @@ def check_dense_backward_input(folder) -> Verdict:
     dx = dz W, one work-item per (input i = get_global_id(0), sample b = get_global_id(1))."""
     def cases():
         kernel = student_kernel(folder, "dense", "dense_backward_input_seed",
-                         ("dz", "w", "dx", "batch", "n_in", "n_out"))
+                                ("dz", "w", "dx", "batch", "n_in", "n_out"), SMALL_KERNELS)
         rng = new_rng()
         for batch, n_in, n_out in _BACKWARD_SHAPES():
             x, w, dz = dense_case(rng, batch, n_in, n_out)
@@ -106,7 +107,7 @@ def check_dense_backward_weight(folder) -> Verdict:
     dW += dz^T x, one work-item per weight (i = get_global_id(0), j = get_global_id(1))."""
     def cases():
         kernel = student_kernel(folder, "dense", "dense_backward_weight_seed",
-                         ("dz", "x", "dw", "batch", "n_in", "n_out"))
+                                ("dz", "x", "dw", "batch", "n_in", "n_out"), SMALL_KERNELS)
         rng = new_rng()
         for batch, n_in, n_out in _BACKWARD_SHAPES():
             x, w, dz = dense_case(rng, batch, n_in, n_out)

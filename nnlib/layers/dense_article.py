@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dense_params import SMALL_KERNELS
+
 
 class ArticleDenseKernels:
     """The products of a dense layer in the article's design; each method only enqueues work
@@ -18,10 +20,10 @@ class ArticleDenseKernels:
 
     def __init__(self, runtime):
         self.runtime = runtime
-        self._forward = runtime.launcher("dense", "dense_forward_seed")
-        self._input = runtime.launcher("dense", "dense_backward_input_seed")
-        self._weight = runtime.launcher("dense", "dense_backward_weight_seed")
-        self._bias = runtime.launcher("dense", "dense_backward_bias")
+        self._forward = runtime.launcher("dense", "dense_forward_seed", SMALL_KERNELS)
+        self._input = runtime.launcher("dense", "dense_backward_input_seed", SMALL_KERNELS)
+        self._weight = runtime.launcher("dense", "dense_backward_weight_seed", SMALL_KERNELS)
+        self._bias = runtime.launcher("dense", "dense_backward_bias", SMALL_KERNELS)
         self._act_backward = runtime.launcher("activation", "activation_backward")
         self._add = runtime.launcher("vector", "vector_add")
 

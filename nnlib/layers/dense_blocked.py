@@ -12,8 +12,8 @@ import numpy as np
 from .. import tuning
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
-from .dense_params import (PRODUCTS, TUNE_ACTIVATION, TUNE_SHAPE, build_options, candidates,
-                           default_params, k_slices, shape_class, work_group)
+from .dense_params import (PRODUCTS, SMALL_KERNELS, TUNE_ACTIVATION, TUNE_SHAPE, build_options,
+                           candidates, default_params, k_slices, shape_class, work_group)
 
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
@@ -61,7 +61,7 @@ class BlockedDenseKernels:
         key = (kernel, product, shape_class(product, batch, weights))
         if key not in self._launchers:
             params = self.params(product, batch, weights)
-            launcher = self.runtime.launcher("dense", kernel, build_options(params))
+            launcher = self.runtime.launcher("dense", kernel, build_options(params, kernel))
             local = work_group(params, launcher.work_group_size)
             self._launchers[key] = (launcher, params, local)
         found = self._by_size[(kernel, product, batch, weights)] = self._launchers[key]
@@ -105,11 +105,12 @@ class BlockedDenseKernels:
         i32 = np.int32
         x_t, y_t = self.runtime.empty((n_in, batch)), self.runtime.empty((n_out, batch))
         launcher = self.runtime.launcher
-        launcher("dense", "transpose_by_columns")((ceil_div(n_in, 4), ceil_div(batch, 4)), None,
-                                                  x.data, x_t.data, i32(batch), i32(n_in))
+        launcher("dense", "transpose_by_columns", SMALL_KERNELS)(
+            (ceil_div(n_in, 4), ceil_div(batch, 4)), None, x.data, x_t.data, i32(batch),
+            i32(n_in))
         self._tn("forward", "gemm_tn", batch, n_in * n_out, w, 1, n_in, x_t, y_t, n_out, batch,
                  n_in, i32(0))
-        event = launcher("dense", "transpose_bias_act")(
+        event = launcher("dense", "transpose_bias_act", SMALL_KERNELS)(
             (ceil_div(n_out, 4), ceil_div(batch, 4)), None, y_t.data, y.data, i32(n_out),
             i32(batch), b.data, i32(act))  # softmax passes through
         if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
@@ -126,8 +127,9 @@ class BlockedDenseKernels:
         i32 = np.int32
         w_t = self.runtime.empty((n_in, n_out))
         launcher = self.runtime.launcher
-        launcher("dense", "transpose")((ceil_div(n_out, 4), ceil_div(n_in, 4)), None, w.data,
-                                       w_t.data, i32(n_out), i32(n_in))
+        launcher("dense", "transpose", SMALL_KERNELS)(
+            (ceil_div(n_out, 4), ceil_div(n_in, 4)), None, w.data, w_t.data, i32(n_out),
+            i32(n_in))
         event = self._tn("forward", "gemm_tn_bias", batch, n_in * n_out, x, 1, n_in, w_t, y,
                          batch, n_out, n_in, b.data, i32(act))
         if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
@@ -157,7 +159,7 @@ class BlockedDenseKernels:
         head = (p.data, i32(p_k), i32(p_r), b.data, part.data, i32(nrows), i32(ncols), i32(nk))
         grid, local = (*grid, slices), (*local, 1)
         sums = self.runtime.launcher("dense", f"tn_sum_splits{kernel[len('gemm_tn'):]}",
-                                     build_options(prm))
+                                     build_options(prm, kernel))
         if kernel == "gemm_tn_rowsum":  # extra: accumulate, d
             d_part = self.runtime.empty((slices, nrows))
             launcher(grid, local, *head, i32(0), d_part.data)
@@ -192,7 +194,7 @@ class BlockedDenseKernels:
         params = self._launcher("weight", batch, n_in * n_out, "gemm_tn_rowsum")[1]
         if batch > 1 and params.get("DZT"):
             dz_t = self.runtime.empty((n_out, batch))
-            self.runtime.launcher("dense", "transpose")(
+            self.runtime.launcher("dense", "transpose", SMALL_KERNELS)(
                 (ceil_div(batch, 4), ceil_div(n_out, 4)), None, dz.data, dz_t.data,
                 np.int32(batch), np.int32(n_out))
             dz, strides = dz_t, (1, batch)
@@ -207,7 +209,7 @@ class BlockedDenseKernels:
         nk, ncols = b.shape
         cols = params["TN_V"] * params["VW"]
         panels = self.runtime.empty((ceil_div(ncols, cols) * nk, cols))
-        self.runtime.launcher("dense", "pack_panels", build_options(params))(
+        self.runtime.launcher("dense", "pack_panels", build_options(params, "gemm_tn_rowsum"))(
             (nk, ceil_div(ncols, cols)), None, b.data, panels.data, np.int32(nk),
             np.int32(ncols))
         return panels
