@@ -100,11 +100,12 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   TN_LANES 1: the lanes design below (0: the tiles above), for devices that vectorise
 //         across work-items; TN_V then counts scalar columns, and VW, VLOAD, NT_KB, TN_KB
 //         and TN_ORDER do not apply
-//   GEMM_NT 1 (the default): the build holds gemm_nt, 0: not; GEMM_TN the same for the four
-//         gemm_tn kernels. A compiler that compiles every kernel of a program when it is
-//         built (Intel's CPU runtime; PoCL compiles a kernel at its first launch) would
-//         otherwise compile both designs' largest kernels for each tile the tuner tries of
-//         one, so nnlib builds each launch with only the kernel family it runs
+//   ONLY  defined, the build holds of the five blocked kernels (gemm_nt and the four gemm_tn
+//         kernels) only the one defined as ONLY_<its name> (-DONLY -DONLY_gemm_tn_gated),
+//         or none; undefined, all five. A compiler that compiles every kernel of a program
+//         when it is built (Intel's CPU runtime; PoCL compiles a kernel at its first launch)
+//         would otherwise compile all five, the file's largest, for each tile the tuner
+//         tries of one, so nnlib builds each launch with only the kernel it runs
 #ifndef VW
 #define VW 8
 #endif
@@ -135,12 +136,6 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #ifndef TN_LANES
 #define TN_LANES 0
-#endif
-#ifndef GEMM_NT
-#define GEMM_NT 1
-#endif
-#ifndef GEMM_TN
-#define GEMM_TN 1
 #endif
 #include "floatv.h"
 #include "activation_vector.h"
@@ -188,7 +183,7 @@ inline int2 k_slice(int nk)
 }
 
 #if !TN_LANES
-#if GEMM_NT
+#if !defined(ONLY) || defined(ONLY_gemm_nt)
 // C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major; softmax
 // (act ACT_SOFTMAX) only where nj <= NT_J (wider rows: softmax_rows afterwards).
 // One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector
@@ -464,7 +459,7 @@ inline void store_row4(float4 out, global float *c, int n)
     }
 }
 
-#if GEMM_NT
+#if !defined(ONLY) || defined(ONLY_gemm_nt)
 // C = act(A B^T + bias) as gemm_nt above. Lane j of a work-group owns column j of its
 // block of C (row j of B) for NT_I rows of A: NT_I scalar accumulators; each step reads 8
 // floats of its own row of B (the compiler loads the lanes' rows together and transposes
@@ -599,9 +594,9 @@ __attribute__((always_inline)) inline void tn_tile(
 }
 #endif
 
-#if GEMM_TN
 #define TN_PANEL local float panel[TN_KB ? TN_KB * TN_COLS : 1]
 
+#if !defined(ONLY) || defined(ONLY_gemm_tn)
 // C (+)= P^T B: the plain product (the input gradient of a layer whose dZ Sequential does
 // not fuse).
 kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float *b,
@@ -610,7 +605,9 @@ kernel void gemm_tn(global const float *p, int p_k, int p_r, global const float 
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, accumulate, 0, ACT_NONE, 0, 0, panel);
 }
+#endif
 
+#if !defined(ONLY) || defined(ONLY_gemm_tn_gated)
 // C = (P^T B) * act'(y): the input gradient times the previous layer's activation
 // derivative (y is that layer's output), which makes it the previous layer's dZ in one pass.
 kernel void gemm_tn_gated(global const float *p, int p_k, int p_r, global const float *b,
@@ -620,7 +617,9 @@ kernel void gemm_tn_gated(global const float *p, int p_k, int p_r, global const 
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, 0, y, act, 0, 0, panel);
 }
+#endif
 
+#if !defined(ONLY) || defined(ONLY_gemm_tn_bias)
 // C = act(P^T B + bias), bias along the columns: the forward Y = act(X W^T + b) with P[k, r]
 // = X[r, k] (p_k 1, p_r n_in) and B = W^T (FWD_TN); not softmax (the caller runs
 // softmax_rows after).
@@ -631,7 +630,9 @@ kernel void gemm_tn_bias(global const float *p, int p_k, int p_r, global const f
     TN_PANEL;
     tn_tile(p, p_k, p_r, b, c, nrows, ncols, nk, 0, 0, act, 0, bias, panel);
 }
+#endif
 
+#if !defined(ONLY) || defined(ONLY_gemm_tn_rowsum)
 // C (+)= P^T B and d (+)= the sums over k of P[k, r]: the weight gradient dW and the bias
 // gradient db in one pass.
 kernel void gemm_tn_rowsum(global const float *p, int p_k, int p_r, global const float *b,

@@ -13,10 +13,10 @@ from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import BlockedDenseKernels
-from nnlib.layers.dense_params import (FORWARD_TN_CLASSES, FORWARD_YT_TILES, MAX_K_SLICES,
-                                       MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
-                                       WEIGHT_REGISTER_GROUP, forward_yt_params, k_slices, lanes_by_default,
-                                       lanes_candidates, lanes_params)
+from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORWARD_YT_TILES,
+                                       MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
+                                       WEIGHT_REGISTER_GROUP, forward_yt_params, k_slices,
+                                       lanes_by_default, lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
 
@@ -378,23 +378,20 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
         2 if rt.limits.few_vector_registers else 1)
 
 
-def test_each_build_holds_only_the_kernel_family_it_launches(rt):
-    """gemm_nt's builds leave out the gemm_tn kernels, the gemm_tn kernels' builds leave out
-    gemm_nt (GEMM_NT, GEMM_TN), the small kernels' builds both; each family is in unless
-    its option says 0 (built on the lanes design's tiles: the tiles' defaults take Intel's
-    compiler seconds)."""
+def test_each_build_holds_only_the_blocked_kernel_it_launches(rt):
+    """A blocked kernel's build leaves out the other four (ONLY), the small kernels' builds
+    all five, a build without ONLY holds all five (on the lanes design's tiles: the tiles'
+    defaults take Intel's compiler seconds)."""
     def names(options):
         program = rt.program("dense", options)
         return set(program.get_info(cl.program_info.KERNEL_NAMES).split(";"))
-    tn = {"gemm_tn", "gemm_tn_gated", "gemm_tn_bias", "gemm_tn_rowsum"}
     small = {"transpose", "dense_forward_seed", "tn_sum_splits", "pack_panels"}
-    forward = names(build_options(default_params(rt, "forward"), "gemm_nt"))
-    weight = names(build_options(default_params(rt, "weight"), "gemm_tn_rowsum"))
-    assert "gemm_nt" in forward and not forward & tn and small <= forward
-    assert "gemm_nt" not in weight and tn | small <= weight
-    assert not names(SMALL_KERNELS) & (tn | {"gemm_nt"}) and small <= names(SMALL_KERNELS)
-    lanes = build_options(lanes_params(rt, "weight", "b64"))
-    assert "gemm_nt" in names(("-DGEMM_TN=0", *lanes)) and tn <= names(("-DGEMM_NT=0", *lanes))
+    for product, kernel in [("forward", "gemm_nt"), ("input", "gemm_tn_gated"),
+                            ("weight", "gemm_tn_rowsum")]:
+        got = names(build_options(default_params(rt, product), kernel))
+        assert got & set(BLOCKED_KERNELS) == {kernel} and small <= got
+    assert not names(SMALL_KERNELS) & set(BLOCKED_KERNELS) and small <= names(SMALL_KERNELS)
+    assert set(BLOCKED_KERNELS) <= names(build_options(lanes_params(rt, "weight", "b64")))
 
 
 @pytest.mark.parametrize("kernel", ["transpose", "transpose_by_columns", "transpose_bias_act"])

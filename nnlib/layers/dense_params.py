@@ -326,23 +326,26 @@ def lanes_candidates(rt, product: str, shape: str) -> list:
 
 
 def build_options(params: dict, kernel: str | None = None) -> tuple:
-    """dense.cl's -D options for ``params``; with ``kernel``, also those that leave out the
-    kernel families it is not (:func:`family_options`)."""
+    """dense.cl's -D options for ``params``; with ``kernel``, also those that leave the
+    other blocked kernels out (:func:`only_options`)."""
     out = tuple(f"-D{k}={v}" for k, v in sorted(params.items()) if k not in LAUNCH_KEYS)
-    return out if kernel is None else out + family_options(kernel)
+    return out if kernel is None else out + only_options(kernel)
 
 
-def family_options(kernel: str) -> tuple:
-    """The options that build of dense.cl's two blocked families (GEMM_NT: gemm_nt; GEMM_TN:
-    the gemm_tn kernels) only the one ``kernel`` belongs to: neither for the article's
-    kernels and the transposes. (The split sums and pack_panels, which a gemm_tn kernel's
-    launch runs with, are built with that kernel's options: one program.)"""
-    return (f"-DGEMM_NT={int(kernel == 'gemm_nt')}",
-            f"-DGEMM_TN={int(kernel.startswith('gemm_tn'))}")
+# dense.cl's large kernels, which a build holds only where it launches them (ONLY)
+BLOCKED_KERNELS = ("gemm_nt", "gemm_tn", "gemm_tn_gated", "gemm_tn_bias", "gemm_tn_rowsum")
 
 
-# dense.cl's options for its small kernels (the article's, the transposes): neither family
-SMALL_KERNELS = family_options("transpose")
+def only_options(kernel: str) -> tuple:
+    """The options that build of dense.cl's BLOCKED_KERNELS only ``kernel``: none of them
+    for another kernel (the article's, the transposes). (The split sums and pack_panels,
+    which a gemm_tn kernel's launch runs with, are built with that kernel's options: one
+    program.)"""
+    return ("-DONLY", f"-DONLY_{kernel}") if kernel in BLOCKED_KERNELS else ("-DONLY",)
+
+
+# dense.cl's options for its small kernels (the article's, the transposes): no blocked kernel
+SMALL_KERNELS = only_options("transpose")
 
 
 def work_group(params: dict, limit: int) -> tuple:
