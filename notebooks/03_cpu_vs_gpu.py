@@ -616,6 +616,12 @@ assert best_s <= max(t for _, t in search_results) and np.isfinite(best_s)
 #   work-items per group (multiples of its vector width, a GPU's warp) and branches that all
 #   lanes take the same way.
 #
+# They also compile at different times. PoCL compiles a kernel when it is first launched
+# (again for each work-group size); Intel's runtime compiles every kernel of a program when
+# the program is built. The tuner builds `dense.cl` once per candidate, so on Intel's
+# runtime each candidate would also pay for the four kernels it does not launch. That is why
+# `nnlib` builds each launch with only its own kernel (`dense.cl`'s option `ONLY`).
+#
 # The article's kernels and the blocked ones show the difference. In the article's input
 # and weight gradients neighbouring work-items read neighbouring floats (coalesced, in GPU
 # terms); in its forward pass they read different rows of W. The blocked kernels put the
