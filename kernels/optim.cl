@@ -17,18 +17,25 @@
 // VW: floats per work-item (1, 2, 4, 8 or 16) and VLOAD (1: vloadN/vstoreN builtins, 0: one
 // float at a time), set by the host per device (nnlib/optim.py measures them, see
 // nnlib/tuning.py). A CPU runs a work-item's vector in one SIMD register; a GPU prefers 1
-// (its warps are the vectors); PoCL 3.0 does not inline the vloadN builtins.
+// (its warps are the vectors); PoCL 3.0 does not inline the vloadN builtins. CHECK_MAX (1
+// unless set): how check_finite gathers its elements' exponents, by max() (1) or by OR-ing
+// comparisons (0), set by the host from the device (nnlib/optim.py).
 #ifndef VW
 #define VW 1
+#endif
+#ifndef CHECK_MAX
+#define CHECK_MAX 1
 #endif
 #include "floatv.h"
 #if VW == 1
 #define ANY(c) (c)
 typedef uint uintv;
+typedef int intv;
 #define AS_UINTV(x) as_uint(x)
 #else
 #define ANY(c) any(c)
 typedef FLOATV_CAT(uint, VW) uintv;
+typedef FLOATV_CAT(int, VW) intv;
 #define AS_UINTV(x) FLOATV_CAT(as_uint, VW)(x)
 #endif
 #define EXPONENT 0x7f800000u  // a float's exponent bits: all set in NaN and the infinities
@@ -38,18 +45,28 @@ typedef FLOATV_CAT(uint, VW) uintv;
 
 // Flag the step in skip if any of the n gradient elements is NaN or infinite: the work-items
 // walk the whole vectors of g in steps of the grid (the host launches one work-item per
-// CHECK_VECTORS of them: nnlib/optim.py), keeping the largest exponent field seen, which is
+// CHECK_VECTORS of them: nnlib/optim.py), looking at each element's exponent field, which is
 // all ones only in NaN and the infinities (a test of bits: cheaper than isfinite() on PoCL,
-// and kept by a compiler told to assume finite math); atomics only on a bad element.
+// and kept by a compiler told to assume finite math). With CHECK_MAX each keeps the largest
+// field seen (one max instruction a vector where the compiler inlines max(); Intel's runtime
+// ran the other way several times slower), else it ORs the comparisons' results (PoCL 3.0
+// calls max() as a library function, one call a vector). Atomics only on a bad element.
 // Work-item 0 also checks the tail (n % VW elements) and moves the last step's pair, last,
 // into this step's count.
 kernel void check_finite(global const float *g, int n, global int *skip, global int *last)
 {
     int whole = n / VW;
+#if CHECK_MAX
     uintv top = 0;
     for (int i = get_global_id(0); i < whole; i += get_global_size(0))
         top = max(top, AS_UINTV(LOADV(g + i * VW)) & EXPONENT);
     int bad = ANY(top == EXPONENT);
+#else
+    intv found = 0;  // lanes: 0, or all ones (a vector comparison's true) once one is bad
+    for (int i = get_global_id(0); i < whole; i += get_global_size(0))
+        found |= (AS_UINTV(LOADV(g + i * VW)) & EXPONENT) == EXPONENT;
+    int bad = ANY(found);
+#endif
     if (get_global_id(0) == 0) {
         skip[0] += last[0] + last[1];
         last[0] = last[1] = 0;

@@ -42,10 +42,13 @@ CHECK_VECTORS = 8
 def default_params(rt) -> dict:
     """Elementwise update kernels without tuning: the device's vector width per work-item
     (``Limits.explicit_vector_width``), vloadN where the compiler inlines it
-    (``Limits.inlines_vector_loads``), work-groups as the launcher's rule chooses them
-    (LOCAL 0)."""
-    return {"VW": vector_width(rt.limits.explicit_vector_width),
-            "VLOAD": int(rt.limits.inlines_vector_loads), "LOCAL": 0}
+    (``Limits.inlines_vector_loads``), and there also max() in check_finite (CHECK_MAX: PoCL
+    3.0 calls both as functions; with comparisons OR-ed instead, its check of notebook 02's
+    39k gradients took 3-4 us, against 8-9 with max()), work-groups as the launcher's rule
+    chooses them (LOCAL 0)."""
+    inlines = int(rt.limits.inlines_vector_loads)
+    return {"VW": vector_width(rt.limits.explicit_vector_width), "VLOAD": inlines,
+            "CHECK_MAX": inlines, "LOCAL": 0}
 
 
 def candidates(rt) -> list:
@@ -68,7 +71,8 @@ def kernel_options(params: dict, n: int | None = None) -> tuple:
     WHOLE_VECTORS where ``n`` is a multiple of VW (kernels/floatv.h's load_v then tests no
     tail), as every flat layout is (its size is a multiple of the base-address alignment)."""
     whole = ("-DWHOLE_VECTORS=1",) if n is not None and n % params["VW"] == 0 else ()
-    return (f"-DVW={params['VW']}", f"-DVLOAD={params['VLOAD']}", *whole)
+    return (f"-DVW={params['VW']}", f"-DVLOAD={params['VLOAD']}",
+            f"-DCHECK_MAX={params['CHECK_MAX']}", *whole)
 
 
 def measure(rt, params: dict) -> float:

@@ -133,7 +133,9 @@ class Runtime:
                 raise self._build_error(topic, folder, "failed to build",
                                         name_lines(f"{err}{hint}", src)) from None
             if not kernel_names(prg) and self.signatures(topic, folder):
-                # PoCL 3.0 returns such a program from its cache for code it miscompiled
+                # PoCL 3.0 (PyPI's) returns such a program from its own cache (so from the
+                # second process on) for code that calls its builtins on vectors wider than
+                # the target's registers, e.g. vload16 on AVX2; built fresh it has them
                 log = prg.get_build_info(self.device, cl.program_build_info.LOG)
                 raise self._build_error(topic, folder, "built into a program with no kernels",
                                         name_lines(log, src))

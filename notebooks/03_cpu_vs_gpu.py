@@ -535,8 +535,9 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # its vectors are (`VW`), whether it loads them with the `vloadN` builtins or one float at a
 # time (`VLOAD`), `fma()` or plain `a * b + c` (`FMA`), and the work-group size. No setting is
 # best everywhere: a compiler that inlines `vload8` makes the builtin free, one that does not
-# (PoCL 3.0 from PyPI) turns every load into a function call; a CPU with 32 vector
-# registers holds a larger tile than one with 16. So instead of constants, `nnlib` measures:
+# (PoCL 3.0 from PyPI) turns every load into a function call (it calls `max()` too, so there
+# the optimizers' check for NaN gradients ORs comparisons instead: `CHECK_MAX` in
+# `kernels/optim.cl`); a CPU with 32 vector registers holds a larger tile than one with 16. So instead of constants, `nnlib` measures:
 # on first use on a device, each kernel family times a few candidates on a representative
 # problem and keeps the fastest (`nnlib/tuning.py`). CLBlast ships a database of such results
 # per device; tinygrad's BEAM search measures them on your machine, as here. The results are

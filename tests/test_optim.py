@@ -449,15 +449,17 @@ def test_non_finite_gradients_skip_the_step(rt, name):
     assert resumed.skipped_steps == 1
 
 
+@pytest.mark.parametrize("check_max", [1, 0])
 @pytest.mark.parametrize("width", sorted({c["VW"] for c in optim.candidates(
     nnlib.get_runtime())}))
-def test_the_finiteness_check_finds_one_bad_element_anywhere(rt, monkeypatch, width):
-    """check_finite, at each width the tuner tries, on tensors of one element, of a few
-    vectors and a tail, and of more vectors than a work-group of the largest size checks:
-    one NaN or infinity at the start, the middle, the end (the tail) or the last whole
-    vector skips the step, as numpy's isfinite says; the largest, smallest and subnormal
-    finite floats do not."""
-    params = dict(optim.default_params(rt), VW=width, VLOAD=0)
+def test_the_finiteness_check_finds_one_bad_element_anywhere(rt, monkeypatch, width,
+                                                             check_max):
+    """check_finite, at each width the tuner tries and both ways of gathering the exponents
+    (CHECK_MAX), on tensors of one element, of a few vectors and a tail, and of more vectors
+    than a work-group of the largest size checks: one NaN or infinity at the start, the
+    middle, the end (the tail) or the last whole vector skips the step, as numpy's isfinite
+    says; the largest, smallest and subnormal finite floats do not."""
+    params = dict(optim.default_params(rt), VW=width, VLOAD=0, CHECK_MAX=check_max)
     monkeypatch.setattr(optim, "elementwise_params", lambda rt: dict(params))
     per_item = width * optim.CHECK_VECTORS
     tiny = np.finfo(np.float32).smallest_subnormal

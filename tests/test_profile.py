@@ -42,7 +42,8 @@ def test_a_cpu_that_vectorises_across_work_items_gets_its_own_vectors_and_fma():
 
 def test_a_compiler_that_leaves_vector_loads_as_calls_gets_loads_by_hand():
     """Where vloadN is not inlined (PoCL 3.0), the dense and optimizer kernels load one float
-    at a time by default (VLOAD 0); elsewhere they use vloadN. Which compiler is which comes
+    at a time by default (VLOAD 0) and the finiteness check ORs comparisons rather than call
+    max() (CHECK_MAX 0); elsewhere they use vloadN and max(). Which compiler is which comes
     from the platform's version."""
     common = {"kind": "CPU", "vector_width": 8, "widest_vector": 16,
               "max_work_group_size": 4096, "work_group_multiple": 8,
@@ -52,7 +53,8 @@ def test_a_compiler_that_leaves_vector_loads_as_calls_gets_loads_by_hand():
         limits = Limits(**common, inlines_vector_loads=inlines)
         fake = SimpleNamespace(limits=limits, vector_width=8, is_gpu=False,
                                work_group_multiple=8)
-        assert optim.default_params(fake)["VLOAD"] == inlines
+        assert optim.default_params(fake)["VLOAD"] == optim.default_params(fake)[
+            "CHECK_MAX"] == inlines
         for product in ("forward", "weight"):
             assert dense_params.default_params(fake, product, lanes=False)["VLOAD"] == inlines
     platform = SimpleNamespace(version="OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC")
