@@ -436,7 +436,7 @@ kernel void fused_mlp_train(global float *restrict params, global float *restric
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         int finite = 1;
         for (int c = 0; c < count * n_last; ++c)
-            finite &= isfinite(delta[c]);
+            finite &= finite_bits(delta[c]);
         if (PARTIAL && lid == 0)
             skip[group] = !finite;  // read by fused_mlp_apply
         if (!finite) {  // every work-item takes this branch or none

@@ -38,7 +38,6 @@ typedef FLOATV_CAT(uint, VW) uintv;
 typedef FLOATV_CAT(int, VW) intv;
 #define AS_UINTV(x) FLOATV_CAT(as_uint, VW)(x)
 #endif
-#define EXPONENT 0x7f800000u  // a float's exponent bits: all set in NaN and the infinities
 
 // a / d where d > 0, else 0 (lane by lane for vectors).
 #define RATIO(a, d) ((d) > 0.0f ? (a) / (d) : 0.0f)
@@ -46,11 +45,11 @@ typedef FLOATV_CAT(int, VW) intv;
 // Flag the step in skip if any of the n gradient elements is NaN or infinite: the work-items
 // walk the whole vectors of g in steps of the grid (the host launches one work-item per
 // CHECK_VECTORS of them: nnlib/optim.py), looking at each element's exponent field, which is
-// all ones only in NaN and the infinities (a test of bits: cheaper than isfinite() on PoCL,
-// and kept by a compiler told to assume finite math). With CHECK_MAX each keeps the largest
-// field seen (one max instruction a vector where the compiler inlines max(); Intel's runtime
-// ran the other way several times slower), else it ORs the comparisons' results (PoCL 3.0
-// calls max() as a library function, one call a vector). Atomics only on a bad element.
+// all ones only in NaN and the infinities (as floatv.h's finite_bits). With CHECK_MAX each
+// keeps the largest field seen (one max instruction a vector where the compiler inlines
+// max(); Intel's runtime ran the other way several times slower), else it ORs the
+// comparisons' results (PoCL 3.0 calls max() as a library function, one call a vector).
+// Atomics only on a bad element.
 // Work-item 0 also checks the tail (n % VW elements) and moves the last step's pair, last,
 // into this step's count.
 kernel void check_finite(global const float *g, int n, global int *skip, global int *last)
@@ -71,7 +70,7 @@ kernel void check_finite(global const float *g, int n, global int *skip, global 
         skip[0] += last[0] + last[1];
         last[0] = last[1] = 0;
         for (int k = whole * VW; k < n; ++k)
-            bad |= (as_uint(g[k]) & EXPONENT) == EXPONENT;
+            bad |= !finite_bits(g[k]);
     }
     if (bad)
         atomic_or(&skip[1], 1);
