@@ -337,15 +337,15 @@ BLOCKED_KERNELS = ("gemm_nt", "gemm_tn", "gemm_tn_gated", "gemm_tn_bias", "gemm_
 
 
 def only_options(kernel: str) -> tuple:
-    """The options that build of dense.cl's BLOCKED_KERNELS only ``kernel``: none of them
-    for another kernel (the article's, the transposes). (The split sums and pack_panels,
+    """The options that build of dense.cl's BLOCKED_KERNELS only ``kernel``, which is one of
+    them. (The split sums and pack_panels,
     which a gemm_tn kernel's launch runs with, are built with that kernel's options: one
     program.)"""
-    return ("-DONLY", f"-DONLY_{kernel}") if kernel in BLOCKED_KERNELS else ("-DONLY",)
+    return ("-DONLY", f"-DONLY_{kernel}")
 
 
 # dense.cl's options for its small kernels (the article's, the transposes): no blocked kernel
-SMALL_KERNELS = only_options("transpose")
+SMALL_KERNELS = ("-DONLY",)
 
 
 def work_group(params: dict, limit: int) -> tuple:
