@@ -4,6 +4,7 @@
 // for each code of the table (tests/test_activations.py checks it); a launcher refuses any
 // other code (nnlib/codes.py, CODED_ARGUMENTS), so no switch's default is ever reached. The
 // vector derivative of fused_mlp.cl is activation_vector.h's.
+#include "larger.h"
 
 // tanh as a rational function, x P(x^2) / Q(x^2) of x = z clamped to [-9, 9] (beyond, tanh
 // rounds to +-1 in float32): the Pade-like form of fast tanh in vectorised math libraries,
@@ -104,7 +105,7 @@ kernel void softmax_rows(global float *z, int rows, int cols)
     global float *row = z + (size_t)r * cols;
     float m = row[0];
     for (int c = 1; c < cols; ++c)
-        m = fmax(m, row[c]);
+        m = larger(m, row[c]);
     float s = 0.0f;
     for (int c = 0; c < cols; ++c) {
         row[c] = exp(row[c] - m);

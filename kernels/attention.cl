@@ -15,6 +15,7 @@
 #define ROW(buf, g, h, i) (buf + (((size_t)(g) * heads + (h)) * n + (i)) * n)
 
 #include "dot4.h"
+#include "larger.h"
 
 inline float dot_dh(global const float *a, global const float *b, int dh)
 {
@@ -68,7 +69,7 @@ kernel void masked_attention_forward(global const float *qkv, global const float
     for (int j = 0; j < n; ++j) {
         a[j] = masked_logit(dot_dh(q, QKV(g, j, 1) + h * dh, dh), m[j], scale, fill, hard);
         if (!hard || m[j] > 0.0f)
-            top = fmax(top, a[j]);
+            top = larger(top, a[j]);
     }
     float sum = 0.0f;
     for (int j = 0; j < n; ++j) {
@@ -96,7 +97,7 @@ kernel void masked_attention_forward(global const float *qkv, global const float
 
 inline float norm_dh(global const float *a, int dh)
 {
-    return fmax(sqrt(dot_dh(a, a, dh)), 1e-12f);
+    return larger(1e-12f, sqrt(dot_dh(a, a, dh)));
 }
 
 // da += w (b / |b| - cos(a, b) a / |a|) / |a|: w times the gradient of cos(a, b) in a,
@@ -144,7 +145,7 @@ kernel void channel_dc_forward(global const float *qkv, global const float *mask
     float top = -INFINITY;
     for (int j = 0; j < n; ++j) {
         c[j] /= heads;
-        top = fmax(top, c[j]);
+        top = larger(top, c[j]);
     }
     float all = 0.0f, pos = 0.0f, off = 0.0f;
     for (int j = 0; j < n; ++j) {
@@ -174,7 +175,7 @@ inline void dc_query_grad(global const float *qkv, global const float *mask,
     global float *dm = dmask + ((size_t)g * n + i) * n;
     float top = -INFINITY;
     for (int j = 0; j < n; ++j)
-        top = fmax(top, c[j]);
+        top = larger(top, c[j]);
     float all = 0.0f, pos = 0.0f;
     for (int j = 0; j < n; ++j) {
         dc[j] = exp((c[j] - top) / tau);  // e_ij, replaced below

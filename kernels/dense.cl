@@ -139,6 +139,7 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #include "floatv.h"
 #include "activation_vector.h"
+#include "larger.h"
 #if VW < 4
 #error "VW must be 4, 8 or 16"
 #endif
@@ -163,7 +164,7 @@ inline float4 softmax4(float4 z, int n)
     vstore4(z, 0, v);
     float m = v[0];
     for (int j = 1; j < n; ++j)
-        m = fmax(m, v[j]);
+        m = larger(m, v[j]);
     float s = 0.0f;
     for (int j = 0; j < 4; ++j) {
         v[j] = j < n ? exp(v[j] - m) : 0.0f;

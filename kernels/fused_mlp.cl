@@ -57,6 +57,7 @@ typedef struct {
 
 #include "floatv.h"
 #include "activation_vector.h"
+#include "larger.h"
 #define RB 4  // forward tile: weight rows (sum_lanes4 and activate4 take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
@@ -308,7 +309,7 @@ inline void output_delta(local float *y, global const float *t, local float *del
     if (act == ACT_SOFTMAX) {
         float m = y[0];
         for (int c = 1; c < n; ++c)
-            m = fmax(m, y[c]);
+            m = larger(m, y[c]);
         float s = 0.0f;
         for (int c = 0; c < n; ++c) {
             y[c] = exp(y[c] - m);
@@ -325,7 +326,7 @@ inline void output_delta(local float *y, global const float *t, local float *del
             delta[c] = 2.0f * d * inv_count * activate_grad(y[c], act);
         } else {
             if (t[c] != 0.0f)
-                l -= t[c] * log(fmax(y[c], 1e-12f));
+                l -= t[c] * log(larger(1e-12f, y[c]));
             delta[c] = d * inv_count;
         }
     }

@@ -1,6 +1,7 @@
 // Losses and the output gradient (the seed's CalcOutputGradient), computed on the device.
 // requires: activation.cl
 // The codes LOSS_MSE and LOSS_CROSS_ENTROPY come from nnlib/codes.py as -D build options.
+#include "larger.h"
 
 // One work-item per output element: dz = dL/dz of the output layer's pre-activation.
 // MSE, mean over every element:  dz = 2 (y - t) / count * act'(y).
@@ -35,7 +36,7 @@ kernel void loss_rows(global const float *y, global const float *t, global float
             float d = y[o + c] - t[o + c];
             s += d * d;
         } else if (t[o + c] != 0.0f) {
-            s -= t[o + c] * log(fmax(y[o + c], 1e-12f));
+            s -= t[o + c] * log(larger(1e-12f, y[o + c]));
         }
     }
     out[out_offset + r] = s;

@@ -61,7 +61,7 @@ def test_generated_kernels_hold_stubs_not_solutions(generated):
                  "activation.cl": "return 1.0f - y * y;", "loss.cl": "float d = y[i] - t[i];",
                  "complex.cl": "a.x * b.x + a.y * b.y", "fft.cl": "int o = 2 * j - k;",
                  "optim.cl": "floatv step = grad;",
-                 "attention.cl": "top = fmax(top, a[j]);",
+                 "attention.cl": "top = larger(top, a[j]);",
                  "blocked.cl": "acc[r][c] += dot(xv[r], wv[c]);",
                  "catch.cl": "s = sqrt(mv.y + 1e-5f);"}
     for name, text in kernels.items():
