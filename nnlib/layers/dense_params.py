@@ -338,9 +338,8 @@ BLOCKED_KERNELS = ("gemm_nt", "gemm_tn", "gemm_tn_gated", "gemm_tn_bias", "gemm_
 
 def only_options(kernel: str) -> tuple:
     """The options that build of dense.cl's BLOCKED_KERNELS only ``kernel``, which is one of
-    them. (The split sums and pack_panels,
-    which a gemm_tn kernel's launch runs with, are built with that kernel's options: one
-    program.)"""
+    them. (The split sums and pack_panels, which a gemm_tn kernel's launch runs with, are
+    built with that kernel's options: one program.)"""
     return ("-DONLY", f"-DONLY_{kernel}")
 
 
