@@ -10,8 +10,9 @@ in, per device; here: measured on the reader's machine, as tinygrad's BEAM searc
 
 Where results live: ``$XDG_CACHE_HOME/nnlib/tuning/`` (default ``~/.cache/nnlib/tuning/``),
 or ``$NNLIB_TUNING_DIR``; one file per device key (platform name and version, device name,
-driver version and the ``NNLIB_PROFILE`` value). A result holds for the kernel source it was
-measured on: when ``kernels/<topic>.cl`` or a shared header changes, the family searches again.
+driver version, number of compute units and the ``NNLIB_PROFILE`` value). A result holds for
+the kernel source it was measured on: when ``kernels/<topic>.cl`` or a shared header changes,
+the family searches again.
 
 ``NNLIB_TUNE`` (or :func:`set_mode`) controls it:
   ``1`` (default)  search on first use, then read the cache;
@@ -89,12 +90,14 @@ TARGET_VARIABLE = "CL_CONFIG_CPU_TARGET_ARCH"
 
 
 def device_key(rt) -> dict:
-    """What identifies a device's results: another driver, profile, work-group cap or
-    compile target (TARGET_VARIABLE) means another search."""
+    """What identifies a device's results: another driver, profile, work-group cap, compile
+    target (TARGET_VARIABLE) or number of compute units (PoCL with POCL_MAX_PTHREAD_COUNT,
+    a CPU's threads in a container) means another search."""
     d = rt.device
     cap = getattr(rt, "cap", None)
     return {"platform": d.platform.name.strip(), "platform_version": d.platform.version.strip(),
             "device": d.name.strip(), "driver": d.driver_version.strip(),
+            "compute_units": d.max_compute_units,
             "profile": os.environ.get("NNLIB_PROFILE", ""),
             **({"max_work_group": cap} if cap is not None else {}),
             **({"target": target} if (target := os.environ.get(TARGET_VARIABLE)) else {})}

@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import nnlib
+from nnlib import tuning
 from nnlib.bench import dense, goals, launch, train_step
 from nnlib.bench.all import plot_dense
 from nnlib.bench.common import run_child, stored_results
@@ -113,7 +114,10 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 # `nnlib.bench.dense` times one n -> n tanh layer, forward and forward + backward, with the
 # article's kernels ("article" in the table) and the blocked ones, numpy (1 and 2 BLAS threads) and
 # PyTorch, in one run, on each device that compiles (GFLOP/s: higher is faster; the other
-# devices at width 1024 only, where the designs differ most).
+# devices at width 1024 and batch 64 only, where the designs differ most, and with the blocked
+# kernels' default parameters: the autotuner, further down, would spend half a minute per
+# device searching; `PYOPENCL_CTX=<device> python -m nnlib.bench.dense` times that device
+# tuned).
 
 # %% tags=["nbval-ignore-output"]
 default = rt.device
@@ -124,9 +128,14 @@ for device in real:
     nnlib.use_device(device)
     print(device.name.strip())
     sizes = (["--widths", "64", "256", "1024", "--batches", "1", "16", "64"] if device == default
-             else ["--widths", "1024", "--batches", "1", "64"])
-    results[device.name.strip()] = dense.main(
-        sizes + ["--repeat", "2", "--article-max-width", "1024", "--name", "notebook_dense"])
+             else ["--widths", "1024", "--batches", "64"])
+    tuning.set_mode(None if device == default else "0")  # "0": default parameters, no search
+    try:
+        results[device.name.strip()] = dense.main(
+            sizes + ["--repeat", "2", "--warm-up", "0.05", "--article-max-width", "1024",
+                     "--name", "notebook_dense"])
+    finally:
+        tuning.set_mode(None)
 rt = nnlib.use_device(default)
 rows = results[default.name.strip()]
 
@@ -218,12 +227,18 @@ plt.show()
 # ## Threads
 #
 # PoCL runs work-groups on as many threads as `POCL_MAX_PTHREAD_COUNT` allows. The variable
-# is read when the OpenCL context is created, so each setting runs in its own process.
+# is read when the OpenCL context is created, so each setting runs in its own process. Both
+# processes run the kernels with their default parameters (`NNLIB_TUNE=0`), so that the
+# thread count is the one thing that changes: the autotuner (further down) would pick other
+# tiles for one thread than for two, and it keeps a device's results per number of compute
+# units.
 
 # %% tags=["nbval-ignore-output"]
 by_threads = {t: run_child("dense", ["--widths", "256", "1024", "--batches", "64",
-                                     "--repeat", "3", "--article-max-width", "0",
-                                     "--pocl-threads", str(t), "--name", f"notebook_t{t}"])
+                                     "--repeat", "3", "--warm-up", "0.05",
+                                     "--article-max-width", "0",
+                                     "--pocl-threads", str(t), "--name", f"notebook_t{t}"],
+                           env={"NNLIB_TUNE": "0"})
               for t in (1, 2)}
 
 # %%
@@ -558,7 +573,6 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # load styles, everything else at this device's defaults.
 
 # %%
-from nnlib import tuning
 from nnlib.layers import dense as dense_kernels
 
 base = dense_kernels.default_params(rt, "forward")

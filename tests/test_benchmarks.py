@@ -120,11 +120,10 @@ def test_each_turn_times_a_run_only_after_its_warm_up(monkeypatch):
     clock, calls, step = FakeClock(), [], 2.0 ** -10  # a binary fraction: sums are exact
     monkeypatch.setattr(common, "time", clock)
     monkeypatch.setattr(common, "settle", lambda: None)
-    monkeypatch.setattr(common, "WARM_UP_S", 0.0)
     got = common.interleaved_s({"a": clock.run(calls, "a", step),
-                                "b": clock.run(calls, "b", 2 * step)}, repeat=2)
+                                "b": clock.run(calls, "b", 2 * step)}, repeat=2, warm_up_s=0.0)
     turns = [(name, len(list(group))) for name, group in itertools.groupby(calls)]
-    assert turns[:2] == [("a", 1), ("b", 1)]  # the first warm-up: WARM_UP_S is 0
+    assert turns[:2] == [("a", 1), ("b", 1)]  # the first warm-up: warm_up_s is 0
     warm = {"a": math.ceil(common.TURN_WARM_UP_S / step),
             "b": math.ceil(common.TURN_WARM_UP_S / (2 * step))}
     assert turns[2:] == [(name, warm[name] + common.TURN_CALLS) for name in "abab"]

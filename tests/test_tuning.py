@@ -11,10 +11,11 @@ CANDIDATES = [{"rows": 2}, {"rows": 4}, {"rows": 8}]
 COST = {2: 3.0, 4: 1.0, 8: 2.0}  # seconds a fake kernel "takes": rows=4 is the fastest
 
 
-def fake_rt(device="Fake CPU", driver="1.0"):
+def fake_rt(device="Fake CPU", driver="1.0", compute_units=2):
     platform = SimpleNamespace(name="Fake Platform", version="OpenCL 3.0 fake")
     return SimpleNamespace(device=SimpleNamespace(name=device, platform=platform,
-                                                  driver_version=driver),
+                                                  driver_version=driver,
+                                                  max_compute_units=compute_units),
                            not_a_launch=lambda: None)
 
 
@@ -63,9 +64,12 @@ def test_next_process_reads_the_cache_without_measuring(tuning_cache):
     assert meter.calls == []
 
 
-def test_other_driver_profile_or_shape_class_search_again(tuning_cache, monkeypatch):
+def test_other_driver_cores_profile_or_shape_class_search_again(tuning_cache, monkeypatch):
+    """A search run with fewer compute units (PoCL under POCL_MAX_PTHREAD_COUNT=1, as
+    notebook 03's thread-scaling runs) keeps its own results, apart from the whole device's."""
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
-    for rt, shape in ((fake_rt(driver="2.0"), "b64"), (fake_rt(), "b1")):
+    for rt, shape in ((fake_rt(driver="2.0"), "b64"), (fake_rt(compute_units=1), "b64"),
+                      (fake_rt(), "b1")):
         meter = Meter()
         tuning.tuned(rt, "gemm", shape, CANDIDATES, meter, {"rows": 2})
         assert meter.calls
@@ -74,7 +78,7 @@ def test_other_driver_profile_or_shape_class_search_again(tuning_cache, monkeypa
     meter = Meter()
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, meter, {"rows": 2})
     assert meter.calls
-    assert len(list(tuning_cache.glob("*.json"))) == 3
+    assert len(list(tuning_cache.glob("*.json"))) == 4
 
 
 def test_times_of_another_problem_are_searched_again(tuning_cache):

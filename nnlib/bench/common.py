@@ -77,7 +77,7 @@ def settle() -> None:
         cpu = now
 
 
-def interleaved_s(runs: dict, repeat: int) -> dict:
+def interleaved_s(runs: dict, repeat: int, warm_up_s: float = WARM_UP_S) -> dict:
     """Median seconds of each ``runs[name]`` over ``repeat`` rounds, the runs taking turns
     within each round, so that a burst of load from other processes slows all of them
     rather than one: ratios of the medians are steadier than separately timed medians.
@@ -92,7 +92,7 @@ def interleaved_s(runs: dict, repeat: int) -> dict:
     calls then take up to twice as long as in a training loop, which calls it back to back.
 
     A run is ``fn`` or ``(fn, context)``: ``context()`` (e.g. a BLAS thread limit) is entered
-    for the whole turn. Each run is first warmed up as in :func:`median_s`.
+    for the whole turn. Each run is first warmed up as in :func:`median_s`, for ``warm_up_s``.
     """
     plain = {name: r if isinstance(r, tuple) else (r, contextlib.nullcontext)
              for name, r in runs.items()}
@@ -100,7 +100,7 @@ def interleaved_s(runs: dict, repeat: int) -> dict:
         with context():
             start = time.perf_counter()
             fn()
-            while time.perf_counter() - start < WARM_UP_S:
+            while time.perf_counter() - start < warm_up_s:
                 fn()
     times: dict = {name: [] for name in plain}
     for _ in range(repeat):

@@ -20,7 +20,7 @@ import argparse
 
 import numpy as np
 
-from .common import (environment, interleaved_s, passive_openmp, print_environment,
+from .common import (WARM_UP_S, environment, interleaved_s, passive_openmp, print_environment,
                      run_child, set_pocl_threads, shown, write_json)
 
 
@@ -75,6 +75,8 @@ def main(argv=None):
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--pocl-threads", type=int, nargs="+", default=[])
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--warm-up", type=float, default=WARM_UP_S,
+                        help="seconds of untimed calls of each run before its first turn")
     parser.add_argument("--article-max-width", type=int, default=1024,
                         help="run the slow kernel of the article's design up to this width "
                              "(0: never)")
@@ -128,7 +130,7 @@ def main(argv=None):
                         with torch.no_grad():
                             numpy_step(tx, tw, tdy, backward, torch.tanh)
                     runs["torch"] = torch_run
-                seconds = interleaved_s(runs, args.repeat)
+                seconds = interleaved_s(runs, args.repeat, args.warm_up)
                 row = {"n": n, "batch": batch, "pass": "fwd+bwd" if backward else "fwd",
                        **{k: flops / s / 1e9 for k, s in seconds.items()}}
                 rows.append(row)
@@ -151,7 +153,8 @@ def main(argv=None):
 def compare_threads(args):
     """Run the benchmark once per PoCL thread count, each in its own process; merge."""
     common = ["--widths", *map(str, args.widths), "--batches", *map(str, args.batches),
-              "--repeat", str(args.repeat), "--article-max-width", str(args.article_max_width),
+              "--repeat", str(args.repeat), "--warm-up", str(args.warm_up),
+              "--article-max-width", str(args.article_max_width),
               *(["--products"] if args.products else [])]
     rows, meta = [], {}
     for threads in args.pocl_threads:
