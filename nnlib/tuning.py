@@ -5,8 +5,9 @@ on its compiler (the same source can be faster than numpy on one CPU and far slo
 another).
 So kernel families ask :func:`tuned` for their parameters: on first use on a device it times
 each candidate on a representative problem, keeps the fastest, and stores the result in a
-JSON file per device and driver, as CLBlast's tuned-parameter database does (there: compiled
-in, per device; here: measured on the reader's machine, as tinygrad's BEAM search does).
+JSON file per device (below: what identifies one), as CLBlast's tuned-parameter database
+does (there: compiled in, per device; here: measured on the reader's machine, as tinygrad's
+BEAM search does).
 
 Where results live: ``$XDG_CACHE_HOME/nnlib/tuning/`` (default ``~/.cache/nnlib/tuning/``),
 or ``$NNLIB_TUNING_DIR``; one file per device key (platform name and version, device name,

@@ -556,7 +556,8 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # on first use on a device, each kernel family times a few candidates on a representative
 # problem and keeps the fastest (`nnlib/tuning.py`). CLBlast ships a database of such results
 # per device; tinygrad's BEAM search measures them on your machine, as here. The results are
-# cached per device and driver under `~/.cache/nnlib/tuning/`; `NNLIB_TUNE=0` turns tuning
+# cached per device, driver and number of compute units (a run with fewer PoCL threads
+# searches on its own) under `~/.cache/nnlib/tuning/`; `NNLIB_TUNE=0` turns tuning
 # off (the defaults, as in the tests), `NNLIB_TUNE=retune` searches again.
 #
 # Each class of problem has its own search on its own representative problem,
