@@ -117,7 +117,9 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 # devices at width 1024 and batch 64 only, where the designs differ most, and with the blocked
 # kernels' default parameters: the autotuner, further down, would spend half a minute per
 # device searching; `PYOPENCL_CTX=<device> python -m nnlib.bench.dense` times that device
-# tuned).
+# tuned). Each size warms up for 0.05 s before its timed turns (`--warm-up`; the benchmark's
+# default is 0.2 s): this cell then takes about half a minute once the kernels are compiled
+# and tuned.
 
 # %% tags=["nbval-ignore-output"]
 default = rt.device
