@@ -65,8 +65,8 @@ def test_next_process_reads_the_cache_without_measuring(tuning_cache):
 
 
 def test_other_driver_cores_profile_or_shape_class_search_again(tuning_cache, monkeypatch):
-    """A search run with fewer compute units (PoCL under POCL_MAX_PTHREAD_COUNT=1, as
-    notebook 03's thread-scaling runs) keeps its own results, apart from the whole device's."""
+    """A search run with fewer compute units (PoCL under POCL_MAX_PTHREAD_COUNT=1) keeps its
+    own results, apart from the whole device's."""
     tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
     for rt, shape in ((fake_rt(driver="2.0"), "b64"), (fake_rt(compute_units=1), "b64"),
                       (fake_rt(), "b1")):
