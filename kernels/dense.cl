@@ -429,13 +429,20 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
             }
         }
     }
-    if (d != 0 && c0 == 0)
-        for (int r = 0; r < TN_R && r0 + r < nrows; ++r) {
-            float sum = 0.0f;
-            for (int k = ks.x; k < ks.y; ++k)
-                sum += p[(size_t)k * p_k + (size_t)(r0 + r) * p_r];
-            d[r0 + r] = accumulate ? d[r0 + r] + sum : sum;
+    if (d != 0 && c0 == 0) {  // the TN_R row sums side by side: independent additions
+        float sums[TN_R];
+        #pragma unroll
+        for (int r = 0; r < TN_R; ++r)
+            sums[r] = 0.0f;
+        for (int k = ks.x; k < ks.y; ++k) {
+            global const float *pk = p + (size_t)k * p_k;
+            #pragma unroll
+            for (int r = 0; r < TN_R; ++r)
+                sums[r] += pk[rows[r]];
         }
+        for (int r = 0; r < TN_R && r0 + r < nrows; ++r)
+            d[r0 + r] = accumulate ? d[r0 + r] + sums[r] : sums[r];
+    }
 }
 
 #else

@@ -130,6 +130,48 @@ def test_each_turn_times_a_run_only_after_its_warm_up(monkeypatch):
     assert got == pytest.approx({"a": step, "b": 2 * step})
 
 
+def test_a_turn_after_spinning_threads_warms_up_longer(monkeypatch):
+    """interleaved_s: where settle() waited for spinning threads, the turn's untimed calls
+    last SPUN_WARM_UP_S, not TURN_WARM_UP_S."""
+    from nnlib.bench import common
+    clock, calls, step = FakeClock(), [], 2.0 ** -10
+    monkeypatch.setattr(common, "time", clock)
+    spun = iter([True, False])
+    monkeypatch.setattr(common, "settle", lambda: next(spun))
+    common.interleaved_s({"a": clock.run(calls, "a", step), "b": clock.run(calls, "b", step)},
+                         repeat=1, warm_up_s=0.0)
+    turns = [len(list(group)) for _, group in itertools.groupby(calls)]
+    assert turns[2:] == [math.ceil(w / step) + common.TURN_CALLS
+                         for w in (common.SPUN_WARM_UP_S, common.TURN_WARM_UP_S)]
+
+
+class SpinningProcess(FakeClock):
+    """The time module of a process whose threads stay busy for ``busy_steps`` of settle()'s
+    steps after the last call, then idle."""
+
+    def __init__(self, busy_steps):
+        super().__init__()
+        self.cpu, self.busy_steps = 0.0, busy_steps
+
+    def sleep(self, seconds):
+        self.now += seconds
+        if self.busy_steps:
+            self.busy_steps -= 1
+            self.cpu += seconds  # one thread spinning through the whole step
+
+    def process_time(self):
+        return self.cpu
+
+
+@pytest.mark.parametrize("busy_steps, waited", [(0, False), (3, True)])
+def test_settle_says_whether_it_waited_for_spinning_threads(monkeypatch, busy_steps, waited):
+    from nnlib.bench import common
+    clock = SpinningProcess(busy_steps)
+    monkeypatch.setattr(common, "time", clock)
+    assert common.settle() is waited
+    assert clock.now == pytest.approx((busy_steps + 1) * common.SETTLE_STEP_S)
+
+
 def test_the_epoch_benchmark_times_the_second_of_two_epochs(monkeypatch):
     """seed_experiment.epoch_s: each turn an untimed epoch, then the timed one."""
     clock, log = FakeClock(), []

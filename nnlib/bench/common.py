@@ -59,22 +59,31 @@ SETTLE_MAX_S = 0.5  # settle() gives up after this long (threads that never go i
 BUSY_SHARE = 0.1  # the process counts as idle while its CPU time grows slower than this
 TURN_CALLS = 3  # timed calls per turn of interleaved_s
 TURN_WARM_UP_S = 0.02  # seconds of untimed calls that start each turn of interleaved_s
+# ... and after a settle() that waited for spinning threads (OpenBLAS's, after each call):
+# on a 2-core machine the run that follows starts slow for a while, PoCL's two workers (and
+# PyTorch's threads) sharing one core, which numpy's own threads do not; this lets them
+# spread out before the timed calls
+SPUN_WARM_UP_S = 0.06
 
 
-def settle() -> None:
+def settle() -> bool:
     """Wait until this process's threads have gone idle: its CPU time (every thread's) grows
     by less than BUSY_SHARE of the wall time over a SETTLE_STEP_S step, or SETTLE_MAX_S has
     passed. Thread pools keep their threads spinning for a while after each call (OpenBLAS
     until its THREAD_TIMEOUT, PoCL's workers too), and on a machine with few cores those
-    threads take cores from whatever runs next in the process."""
+    threads take cores from whatever runs next in the process. Returns whether it waited
+    for spinning threads (more than the first step)."""
     start = time.perf_counter()
     cpu = time.process_time()
+    steps = 0
     while time.perf_counter() - start < SETTLE_MAX_S:
         time.sleep(SETTLE_STEP_S)
+        steps += 1
         now = time.process_time()
         if now - cpu < BUSY_SHARE * SETTLE_STEP_S:
-            return
+            break
         cpu = now
+    return steps > 1
 
 
 def interleaved_s(runs: dict, repeat: int, warm_up_s: float = WARM_UP_S) -> dict:
@@ -86,7 +95,8 @@ def interleaved_s(runs: dict, repeat: int, warm_up_s: float = WARM_UP_S) -> dict
     while the one before still spins (numpy's OpenBLAS threads, PoCL's workers) loses cores
     to it, and on a 2-core machine whichever ran second would look several times slower
     than alone. Then untimed calls for TURN_WARM_UP_S (its own threads and the cores' clocks
-    waking up) and TURN_CALLS timed ones; the median is over every timed call of every round.
+    waking up), SPUN_WARM_UP_S where settle waited for spinning threads, and TURN_CALLS
+    timed ones; the median is over every timed call of every round.
     The warm-up is a time, not a call: after idling, PoCL's two workers at times share one
     core of a 2-core virtual machine for several milliseconds, and a wide layer's first
     calls then take up to twice as long as in a training loop, which calls it back to back.
@@ -105,11 +115,11 @@ def interleaved_s(runs: dict, repeat: int, warm_up_s: float = WARM_UP_S) -> dict
     times: dict = {name: [] for name in plain}
     for _ in range(repeat):
         for name, (fn, context) in plain.items():
-            settle()
+            warm_up = SPUN_WARM_UP_S if settle() else TURN_WARM_UP_S
             with context():
                 start = time.perf_counter()
                 fn()
-                while time.perf_counter() - start < TURN_WARM_UP_S:
+                while time.perf_counter() - start < warm_up:
                     fn()
                 for _ in range(TURN_CALLS):
                     start = time.perf_counter()
