@@ -568,8 +568,10 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # at batches of 64), tall ones (a small layer at 256 rows or more, such as CATCH's 1920
 # tokens of 32 features) and wide ones. In a small layer a launch costs as much as the
 # arithmetic, so a transpose that pays for itself at 1024 -> 1024 may not pay there: the
-# classes let the tuner answer differently. Each class's problem lies in the class; a
-# stored result remembers the problem it was timed on and is timed again if that changes.
+# classes let the tuner answer differently. Each class's problem lies in the class; the
+# tall class is also timed on `TUNE_ALSO["tall"]` (CATCH's 320 rows of 192 features), and
+# a candidate's time is the sum. A stored result remembers the problem it was timed on and
+# is timed again if that changes.
 #
 # Here is a small search run live: the forward product on the tuner's problem for batch 64
 # and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both

@@ -15,7 +15,8 @@ from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, bu
 from nnlib.layers.dense_blocked import BlockedDenseKernels
 from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORWARD_YT_TILES,
                                        MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
-                                       WEIGHT_REGISTER_GROUP, forward_yt_params, k_slices,
+                                       TUNE_ALSO, WEIGHT_REGISTER_GROUP, forward_yt_params,
+                                       k_slices,
                                        lanes_by_default, lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
@@ -413,6 +414,25 @@ def test_transpose_matches_numpy(rt, rng, kernel):
             continue
         launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, None, *args)
         np.testing.assert_array_equal(out.get(), a.T)
+
+
+def test_a_class_is_timed_on_each_of_its_problems(monkeypatch):
+    """The tuner's time of a candidate for "tall" is the sum of its times on the class's
+    problem and on each of TUNE_ALSO's (CATCH's two kinds of layer); other classes time one."""
+    from nnlib.layers import dense_blocked
+    calls = []
+
+    def fake(rt, product, params, batch, n, act_name):
+        calls.append((product, batch, n, act_name))
+        return batch * 1e-6
+    monkeypatch.setattr(dense_blocked, "measure_one", fake)
+    assert dense_blocked.measure(None, "input", "tall", {}) == pytest.approx(
+        sum(b * 1e-6 for b, _ in [TUNE_SHAPE["tall"], *TUNE_ALSO["tall"]]))
+    assert calls == [("input", b, n, "relu") for b, n in [TUNE_SHAPE["tall"], *TUNE_ALSO["tall"]]]
+    assert (320, 192) in TUNE_ALSO["tall"]
+    calls.clear()
+    dense_blocked.measure(None, "weight", "b64", {})
+    assert calls == [("weight", *TUNE_SHAPE["b64"], "tanh")]
 
 
 def test_wide_layer_uses_the_wide_class_and_matches_reference(rt, rng):

@@ -22,8 +22,8 @@ from .activation import DeviceActivation
 from .base import Layer, check_seed, positive_int
 from .dense_article import ArticleDenseKernels
 from .dense_blocked import BlockedDenseKernels, measure  # noqa: F401
-from .dense_params import (PRODUCTS, TUNE_SHAPE, build_options, candidates,  # noqa: F401
-                           default_params, shape_class)
+from .dense_params import (PRODUCTS, TUNE_ALSO, TUNE_SHAPE, build_options,  # noqa: F401
+                           candidates, default_params, shape_class)
 
 VARIANTS = ("blocked", "article")
 # The names of nnlib 0.1, accepted with a DeprecationWarning until the next release.

@@ -12,8 +12,9 @@ import numpy as np
 from .. import tuning
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
-from .dense_params import (PRODUCTS, SMALL_KERNELS, TUNE_ACTIVATION, TUNE_SHAPE, build_options,
-                           candidates, default_params, k_slices, shape_class, work_group)
+from .dense_params import (PRODUCTS, SMALL_KERNELS, TUNE_ACTIVATION, TUNE_ALSO, TUNE_SHAPE,
+                           build_options, candidates, default_params, k_slices, shape_class,
+                           work_group)
 
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
@@ -216,15 +217,23 @@ class BlockedDenseKernels:
 
 
 def tune_problem(shape: str) -> list:
-    """What :func:`measure` times for class ``shape``: [batch, n, activation]."""
-    return [*TUNE_SHAPE[shape], TUNE_ACTIVATION.get(shape, "tanh")]
+    """What :func:`measure` times for class ``shape``: [batch, n, activation], followed by
+    the [batch, n] of each of TUNE_ALSO's problems of the class."""
+    return [*TUNE_SHAPE[shape], TUNE_ACTIVATION.get(shape, "tanh"),
+            *([b, n] for b, n in TUNE_ALSO.get(shape, ()))]
 
 
 def measure(rt, product: str, shape: str, params: dict) -> float:
     """Seconds per launch of ``product`` with ``params`` on the representative problem of
     class ``shape`` (TUNE_SHAPE's batch, n -> n, TUNE_ACTIVATION's or tanh), data on the
-    device."""
-    batch, n, act_name = tune_problem(shape)
+    device; plus those of the class's TUNE_ALSO problems (the same activation)."""
+    batch, n, act_name, *also = tune_problem(shape)
+    return sum(measure_one(rt, product, params, b, m, act_name)
+               for b, m in ([batch, n], *also))
+
+
+def measure_one(rt, product: str, params: dict, batch: int, n: int, act_name: str) -> float:
+    """Seconds per launch of ``product`` with ``params`` on a layer n -> n at ``batch``."""
     act = ACTIVATIONS[act_name]
     rng = np.random.default_rng(0)
     x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))

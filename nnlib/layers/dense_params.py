@@ -33,6 +33,12 @@ SMALL_WEIGHTS = 256 * 256
 TALL_BATCH = 256
 TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (64, 128),
               "tall": (1920, 32), "wide": (256, 2048)}
+# Problems a class is also timed on, their times added to its own problem's: "tall" takes
+# CATCH's two kinds of layer, the token layers (1920 rows of 32 features) and the head's
+# and feed-forward layers (320 rows of 192), which carry most of a step's arithmetic and
+# whose gradients' best tiles differ (the input gradient's local-memory k-blocks pay at 32
+# features and cost at 192).
+TUNE_ALSO = {"tall": ((320, 192),)}
 # The activation of each class's problem: tanh (the article's), but ReLU for "tall": CATCH's
 # layers have none or ReLU, and 61,440 tanh a launch would outweigh the product it tunes.
 TUNE_ACTIVATION = {"tall": "relu"}
