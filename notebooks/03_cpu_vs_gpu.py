@@ -568,14 +568,15 @@ print("\n" + (f"GPUs measured: {', '.join(gpus)}." if gpus else
 # at batches of 64), tall ones (a small layer at 256 rows or more, such as CATCH's 1920
 # tokens of 32 features) and wide ones. In a small layer a launch costs as much as the
 # arithmetic, so a transpose that pays for itself at 1024 -> 1024 may not pay there: the
-# classes let the tuner answer differently. Each class's problem lies in the class; the
-# tall class is also timed on `TUNE_ALSO["tall"]` (CATCH's 320 rows of 192 features), and
-# a candidate's time is the sum. A stored result remembers the problem it was timed on and
-# is timed again if that changes.
+# classes let the tuner answer differently. Each class's problem lies in the class; some
+# classes are also timed on the problems in `TUNE_ALSO[class]` (the tall class on CATCH's
+# 320 rows of 192 features, "b64" on 512 -> 512), and a candidate's time is the sum. A
+# stored result remembers the problems it was timed on and is timed again if they change.
 #
-# Here is a small search run live: the forward product on the tuner's problem for batch 64
-# and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024), with three tile heights and both
-# load styles, everything else at this device's defaults.
+# Here is a small search run live: the forward product on the tuner's main problem for
+# batch 64 and up (`TUNE_SHAPE["b64"]`: batch 64, 1024 -> 1024; `measure_one` times one
+# problem), with three tile heights and both load styles, everything else at this device's
+# defaults.
 
 # %%
 from nnlib.layers import dense as dense_kernels
@@ -585,13 +586,14 @@ grid = [dict(base, NT_I=rows, VLOAD=vload) for rows in (2, 4, 8) for vload in (1
 print(f"{len(grid)} candidates: NT_I in (2, 4, 8) x VLOAD in (1, 0)")
 
 # %% tags=["nbval-ignore-output"] caption="Time per launch of the gemm_nt candidates of the autotuning search, one bar per setting of rows per work-item and vector loads. The fastest bar is what the tuner keeps on this device; close candidates may swap places from run to run."
-search_results = tuning.search(grid, lambda p: dense_kernels.measure(rt, "forward", "b64", p))
+tune_batch, tune_n = dense_kernels.TUNE_SHAPE["b64"]
+search_results = tuning.search(grid, lambda p: dense_kernels.measure_one(
+    rt, "forward", p, tune_batch, tune_n, "tanh"))
 micro = [t * 1e6 for _, t in search_results]
 labels = [f"{p['NT_I']} rows\n{'vload' if p['VLOAD'] else 'by hand'}"
           for p, _ in search_results]
 plt.bar(range(len(search_results)), micro, tick_label=labels)
 plt.ylabel("µs per launch (fastest of several)")
-tune_batch, tune_n = dense_kernels.TUNE_SHAPE["b64"]
 plt.title(f"gemm_nt, batch {tune_batch}, {tune_n} -> {tune_n} on {rt.device.name.strip()}")
 plt.show()
 best, best_s = min(search_results, key=lambda r: r[1])

@@ -21,7 +21,7 @@ from ..registry import LAYERS
 from .activation import DeviceActivation
 from .base import Layer, check_seed, positive_int
 from .dense_article import ArticleDenseKernels
-from .dense_blocked import BlockedDenseKernels, measure  # noqa: F401
+from .dense_blocked import BlockedDenseKernels, measure, measure_one  # noqa: F401
 from .dense_params import (PRODUCTS, TUNE_ALSO, TUNE_SHAPE, build_options,  # noqa: F401
                            candidates, default_params, shape_class)
 
