@@ -119,7 +119,9 @@ print(nnlib.source("dense", "gemm_nt", folder="../kernels"))
 # device searching; `PYOPENCL_CTX=<device> python -m nnlib.bench.dense` times that device
 # tuned). Each size warms up for 0.05 s before its timed turns (`--warm-up`; the benchmark's
 # default is 0.2 s): this cell then takes about half a minute once the kernels are compiled
-# and tuned.
+# and tuned. Each turn starts once the threads of the turn before have gone idle (numpy's
+# OpenBLAS threads spin for a while after each call), and after such a spin with a longer
+# warm-up, so that no run pays for another's threads.
 
 # %% tags=["nbval-ignore-output"]
 default = rt.device
