@@ -138,6 +138,7 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #define TN_LANES 0
 #endif
 #include "floatv.h"
+#include "dot4.h"
 #include "activation_vector.h"
 #include "larger.h"
 #if VW < 4
@@ -256,7 +257,7 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         float4 out = act == ACT_SOFTMAX && nj <= NT_J ? softmax4(z, nj) : activate4(z, act);
         global float *cr = c + (size_t)(i0 + i) * nj + j0;
         if (j0 + 4 <= nj) {
-            vstore4(out, 0, cr);
+            STORE4(out, cr);
         } else {
             float part[4];
             vstore4(out, 0, part);
@@ -267,21 +268,23 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
 }
 #endif
 
-// act(z + bias) of one vector of C: its VW values four at a time (activate4).
+// act(z + bias) of one vector of C (bias: its VW columns' biases), as activate4 on all VW
+// lanes at once: written through four lanes at a time, the token layers' epilogue (short k)
+// cost as much as their product.
+inline floatv tanh_rationalv(floatv z) TANH_RATIONAL(floatv, z)
 inline floatv bias_actv(floatv z, global const float *bias, int act)
 {
-    float v[VW];
-    STOREV(z, v);
-    #pragma unroll
-    for (int q = 0; q < VW; q += 4) {
-        float4 a = activate4((float4)(v[q], v[q + 1], v[q + 2], v[q + 3])
-                             + (float4)(bias[q], bias[q + 1], bias[q + 2], bias[q + 3]), act);
-        v[q] = a.x;
-        v[q + 1] = a.y;
-        v[q + 2] = a.z;
-        v[q + 3] = a.w;
+    floatv x = z + LOADV(bias);
+    switch (act) {
+    case ACT_TANH: return tanh_rationalv(x);
+    case ACT_SIGMOID: return 1.0f / (1.0f + exp(-x));
+    case ACT_RELU: return x > 0.0f ? x : (floatv)(0.0f);
+    case ACT_LEAKY_RELU: return x > 0.0f ? x : LEAKY_SLOPE * x;
+    case ACT_SILU: return x / (1.0f + exp(-x));
+    case ACT_NONE:
+    case ACT_SOFTMAX:
+    default: return x;
     }
-    return LOADV(v);
 }
 
 // C = P^T B, or C += P^T B, with P[k, r] = p[k * p_k + r * p_r] (nk x nrows), B (nk x
@@ -722,20 +725,20 @@ inline void transpose_tile(global const float *src, global float *dst, int rows,
     if (r0 >= rows || c0 >= cols)
         return;
     if (r0 + 4 <= rows && c0 + 4 <= cols) {
-        float4 a = vload4(0, src + (size_t)r0 * cols + c0),
-               b = vload4(0, src + (size_t)(r0 + 1) * cols + c0),
-               c = vload4(0, src + (size_t)(r0 + 2) * cols + c0),
-               d = vload4(0, src + (size_t)(r0 + 3) * cols + c0);
+        float4 a = LOAD4(src + (size_t)r0 * cols + c0),
+               b = LOAD4(src + (size_t)(r0 + 1) * cols + c0),
+               c = LOAD4(src + (size_t)(r0 + 2) * cols + c0),
+               d = LOAD4(src + (size_t)(r0 + 3) * cols + c0);
         if (bias != 0) {
             a = activate4(a + bias[r0], act);
             b = activate4(b + bias[r0 + 1], act);
             c = activate4(c + bias[r0 + 2], act);
             d = activate4(d + bias[r0 + 3], act);
         }
-        vstore4((float4)(a.x, b.x, c.x, d.x), 0, dst + (size_t)c0 * rows + r0);
-        vstore4((float4)(a.y, b.y, c.y, d.y), 0, dst + (size_t)(c0 + 1) * rows + r0);
-        vstore4((float4)(a.z, b.z, c.z, d.z), 0, dst + (size_t)(c0 + 2) * rows + r0);
-        vstore4((float4)(a.w, b.w, c.w, d.w), 0, dst + (size_t)(c0 + 3) * rows + r0);
+        STORE4((float4)(a.x, b.x, c.x, d.x), dst + (size_t)c0 * rows + r0);
+        STORE4((float4)(a.y, b.y, c.y, d.y), dst + (size_t)(c0 + 1) * rows + r0);
+        STORE4((float4)(a.z, b.z, c.z, d.z), dst + (size_t)(c0 + 2) * rows + r0);
+        STORE4((float4)(a.w, b.w, c.w, d.w), dst + (size_t)(c0 + 3) * rows + r0);
         return;
     }
     for (int r = r0; r < min(r0 + 4, rows); ++r)

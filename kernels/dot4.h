@@ -1,7 +1,8 @@
 // dot4(a, b, n): the dot product of n floats summed in four lanes of a float4 (four
 // independent chains of adds instead of one, which a CPU runs about four times faster),
 // then the last n % 4 one at a time. Included (`#include "dot4.h"`) by the kernels whose
-// short dot products are the work (attention.cl, catch.cl).
+// short dot products are the work (attention.cl, catch.cl), and by dense.cl for LOAD4 /
+// STORE4 (its transposes).
 #ifndef DOT4_H
 #define DOT4_H
 // LOAD4(p) / STORE4(v, p): vload4 / vstore4 of four floats at p, or with VLOAD 0 (built so

@@ -15,10 +15,10 @@ from nnlib.launcher import KernelArgumentError
 from nnlib.sources import kernel_dir
 
 # The functions of kernels/*.cl that switch on an activation code, and the codes each must
-# have a case for: the forward ones every code (softmax passes z through), activate_grad every
-# elementwise one, the vector derivative (activation_vector.h, for fused_mlp.cl, which keeps
-# only y) those written with y.
-SWITCHES = {"activate": list(BY_NAME), "activate4": list(BY_NAME),
+# have a case for: the forward ones every code (softmax passes z through; bias_actv is
+# dense.cl's on a vector of VW lanes), activate_grad every elementwise one, the vector
+# derivative (activation_vector.h, for fused_mlp.cl, which keeps only y) those written with y.
+SWITCHES = {"activate": list(BY_NAME), "activate4": list(BY_NAME), "bias_actv": list(BY_NAME),
             "activate_grad": ELEMENTWISE, "activate_gradv": FROM_Y}
 
 _FUNCTION = re.compile(r"^inline\s+\w+\s+(\w+)\(", re.MULTILINE)

@@ -12,8 +12,8 @@ import numpy as np
 from .. import tuning
 from ..codes import ACTIVATIONS
 from ..sizes import ceil_div
-from .dense_params import (PRODUCTS, SMALL_KERNELS, TUNE_ACTIVATION, TUNE_ALSO, TUNE_SHAPE,
-                           build_options, candidates, default_params, k_slices, shape_class,
+from .dense_params import (PRODUCTS, TUNE_ACTIVATION, TUNE_ALSO, TUNE_SHAPE, build_options,
+                           candidates, default_params, k_slices, shape_class, small_options,
                            work_group)
 
 
@@ -106,12 +106,12 @@ class BlockedDenseKernels:
         i32 = np.int32
         x_t, y_t = self.runtime.empty((n_in, batch)), self.runtime.empty((n_out, batch))
         launcher = self.runtime.launcher
-        launcher("dense", "transpose_by_columns", SMALL_KERNELS)(
+        launcher("dense", "transpose_by_columns", small_options(self.runtime))(
             (ceil_div(n_in, 4), ceil_div(batch, 4)), None, x.data, x_t.data, i32(batch),
             i32(n_in))
         self._tn("forward", "gemm_tn", batch, n_in * n_out, w, 1, n_in, x_t, y_t, n_out, batch,
                  n_in, i32(0))
-        event = launcher("dense", "transpose_bias_act", SMALL_KERNELS)(
+        event = launcher("dense", "transpose_bias_act", small_options(self.runtime))(
             (ceil_div(n_out, 4), ceil_div(batch, 4)), None, y_t.data, y.data, i32(n_out),
             i32(batch), b.data, i32(act))  # softmax passes through
         if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
@@ -128,7 +128,7 @@ class BlockedDenseKernels:
         i32 = np.int32
         w_t = self.runtime.empty((n_in, n_out))
         launcher = self.runtime.launcher
-        launcher("dense", "transpose", SMALL_KERNELS)(
+        launcher("dense", "transpose", small_options(self.runtime))(
             (ceil_div(n_out, 4), ceil_div(n_in, 4)), None, w.data, w_t.data, i32(n_out),
             i32(n_in))
         event = self._tn("forward", "gemm_tn_bias", batch, n_in * n_out, x, 1, n_in, w_t, y,
@@ -195,7 +195,7 @@ class BlockedDenseKernels:
         params = self._launcher("weight", batch, n_in * n_out, "gemm_tn_rowsum")[1]
         if batch > 1 and params.get("DZT"):
             dz_t = self.runtime.empty((n_out, batch))
-            self.runtime.launcher("dense", "transpose", SMALL_KERNELS)(
+            self.runtime.launcher("dense", "transpose", small_options(self.runtime))(
                 (ceil_div(batch, 4), ceil_div(n_out, 4)), None, dz.data, dz_t.data,
                 np.int32(batch), np.int32(n_out))
             dz, strides = dz_t, (1, batch)

@@ -355,6 +355,13 @@ def only_options(kernel: str) -> tuple:
 SMALL_KERNELS = ("-DONLY",)
 
 
+def small_options(rt) -> tuple:
+    """SMALL_KERNELS for the transposes on ``rt``'s device: their float4 loads and stores one
+    float at a time (VLOAD 0) where the compiler leaves vload4 / vstore4 as calls
+    (``Limits.inlines_vector_loads``): PoCL 3.0 took 35 us to transpose 192 x 192 floats."""
+    return SMALL_KERNELS + (() if rt.limits.inlines_vector_loads else ("-DVLOAD=0",))
+
+
 def work_group(params: dict, limit: int) -> tuple:
     """The local size of a launch with ``params`` on a kernel of at most ``limit``
     work-items per group: LOCAL work-items, LOCAL_J of them along dimension 1 (gemm_nt's
