@@ -335,6 +335,9 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
     // copied once into local memory, contiguous (a CPU's caches keep it; B's own rows are
     // often a power-of-two apart, which maps them all to the same few cache sets), and
     // every work-item reads it from there. Work-items past the last row only help copy.
+    // The copy takes the vloadN / vstoreN builtins whatever VLOAD: where the compiler calls
+    // them (PoCL 3.0), each call still moves a vector, while the loads by hand became one
+    // float at a time there, and the row's cache miss then held up every float after it.
     int lid = get_local_id(0), lsize = get_local_size(0), width = min(TN_COLS, ncols - c0);
     for (int kb = ks.x; kb < ks.y; kb += TN_KB) {
         int kn = min(TN_KB, ks.y - kb);
@@ -345,7 +348,7 @@ inline void tn_tile(global const float *p, int p_k, int p_r, global const float 
             if (width == TN_COLS) {
                 #pragma unroll
                 for (int v = 0; v < TN_V; ++v)
-                    STOREV(LOADV(src + v * VW), dst + v * VW);
+                    vstorev(vloadv(0, src + v * VW), 0, dst + v * VW);
             } else {
                 for (int col = 0; col < TN_COLS; ++col)  // zeros past the edge
                     dst[col] = col < width ? src[col] : 0.0f;
