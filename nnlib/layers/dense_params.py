@@ -297,9 +297,11 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
 # promising first. C = Y^T has many rows and few columns (the batch: the lanes run along
 # it), so only the classes of large batches (these keys) take it, in either design; not
 # "small": tuned on one layer at batch 64, PyPI's PoCL took it by 8 %, and in notebook 02's
-# steps its two transposes a layer (nine launches where three did) cost its epoch 15 %.
-FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "tall": ((8, 2), (6, 4)),
-                    "wide": ((8, 2), (6, 4))}
+# steps its two transposes a layer (nine launches where three did) cost its epoch 15 %. Nor
+# "wide": on its tuning problem (256, 2048 -> 2048) it came within a few percent of gemm_nt,
+# and Intel's runtime took it; at CATCH's official heads (640 rows, 5888 -> 5888) it then ran
+# at half gemm_nt's speed there and on Debian's PoCL, and the official-size epoch 1.2x slower.
+FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "tall": ((8, 2), (6, 4))}
 
 
 # The forward by gemm_tn_bias on x read in place and W^T (FWD_TN): C = Y has the batch's
