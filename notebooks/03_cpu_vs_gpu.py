@@ -727,7 +727,8 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # broadcast value per output, and only the batch-sized X and Y transposed around it; the
 # tuner tries it for the large batches on every device and keeps it where it wins, though not
 # for small layers at notebook 02's batches of 64, where the two transposes of each layer
-# cost its training step more than the product saves. A third
+# cost its training step more than the product saves, nor for the widest layers (CATCH's
+# official flatten heads, 5888 -> 5888), where it ran at half `gemm_nt`'s speed. A third
 # route, `FWD_TN`, turns nothing around: `gemm_tn_bias` reads X in place as P, takes W^T
 # (W is the small operand: one transpose first) as B, and adds the bias and the activation
 # at the end of its tile. It has none of `gemm_nt`'s horizontal sums, which cost the most
