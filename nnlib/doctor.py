@@ -2,6 +2,11 @@
 when several CPU devices compile (e.g. PoCL from PyPI and Debian's), measure each briefly
 (:data:`WORKLOADS`: a wide layer's kernels, a small network's launch-bound training steps) and
 make the fastest over both the default (stored beside the tuning results, see nnlib.tuning).
+Each device is measured in a process of its own, as a reader's process uses one (another
+runtime's threads, still spinning after its turn, would slow the next device). Where the
+reader has not set ``POCL_AFFINITY``, PoCL's devices are also measured with their worker
+threads pinned (``POCL_AFFINITY=1``), and whether the fastest wants the pin is stored with it
+(:mod:`nnlib.environment` then sets the variable in later processes).
 
 ``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
 real device that compiles kernels (``make test`` runs the notebooks on each of them too).
@@ -18,6 +23,9 @@ Taught in notebooks/00_devices.
 
 import argparse
 import ctypes.util
+import json
+import os
+import subprocess
 import sys
 import time
 import warnings
@@ -25,9 +33,9 @@ import warnings
 import numpy as np
 import pyopencl as cl
 
-from . import intel_runtime, tuning
-from .runtime import (DeviceNotFoundError, NoPlatformError, Runtime, all_devices,
-                      can_compile, devices, get_runtime, is_simulator, platforms)
+from . import environment, intel_runtime, tuning
+from .runtime import (DeviceNotFoundError, NoPlatformError, Runtime, can_compile, devices,
+                      find_device, get_runtime, is_simulator, platforms)
 
 # PoCL 3.0 from PyPI cannot be told the CPU model: its library reads no such variable and
 # refuses -target-cpu/-march/-mcpu build options (checked on 3.0-rc2). Debian's PoCL 3.1
@@ -126,32 +134,82 @@ def relative_times(figures: dict) -> dict:
             for name in names}
 
 
-def prefer_fastest_cpu() -> None:
-    """Measure every CPU device that compiles; store the fastest as the default device."""
-    cpus = [d for d in all_devices()
-            if not is_simulator(d) and d.type & cl.device_type.CPU and can_compile(d)]
-    if len(cpus) < 2:
-        return
-    tuning.set_mode("0")  # a quick comparison with default parameters, no search
+PINNED = " with POCL_AFFINITY=1"  # appended to a device's name: measured pinned
+MEASURE_TIMEOUT_S = 600  # a device's child process (first compilations included)
+
+
+def cpu_devices() -> list:
+    """[(``"platform:device"`` index, device)] of the real CPU devices that compile."""
+    return [(f"{pi}:{di}", d) for pi, p in enumerate(platforms())
+            for di, d in enumerate(p.get_devices())
+            if d.type & cl.device_type.CPU and not is_simulator(d) and can_compile(d)]
+
+
+def measure_here(spec: str) -> dict:
+    """{workload: seconds} of WORKLOADS on device ``spec``, in this process (default kernel
+    parameters, no tuning search)."""
+    tuning.set_mode("0")
     try:
         with warnings.catch_warnings():  # Intel's compiler logs every build it vectorises
             warnings.simplefilter("ignore", cl.CompilerWarning)
-            runtimes = {_name(d): Runtime(d) for d in cpus}
-            figures = {work: {name: measure(rt) for name, rt in runtimes.items()}
-                       for work, measure in WORKLOADS.items()}
+            rt = Runtime(find_device(spec))
+            return {work: measure(rt) for work, measure in WORKLOADS.items()}
     finally:
         tuning.set_mode(None)
+
+
+def measure_apart(spec: str, pin: str | None) -> dict | None:
+    """:func:`measure_here` in a child process (``--measure``), with ``POCL_AFFINITY`` set to
+    ``pin`` (None: as in this process); None where the child fails (it says why)."""
+    env = dict(os.environ) if pin is None else {**os.environ, "POCL_AFFINITY": pin}
+    try:
+        child = subprocess.run([sys.executable, "-m", "nnlib.doctor", "--measure", spec],
+                               env=env, capture_output=True, text=True, check=False,
+                               timeout=MEASURE_TIMEOUT_S)
+        why = None if child.returncode == 0 else \
+            (child.stderr.strip().splitlines() or ["no output"])[-1]
+    except subprocess.TimeoutExpired:
+        why = f"no answer in {MEASURE_TIMEOUT_S} s"
+    if why is not None:
+        print(f"nnlib doctor: device {spec} not measured{PINNED if pin == '1' else ''}: {why}")
+        return None
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def prefer_fastest_cpu() -> None:
+    """Measure every CPU device that compiles, each in a process of its own, and PoCL's also
+    pinned where the reader left POCL_AFFINITY unset and PoCL can pin; store the fastest as
+    the default device, with whether it wants the pin."""
+    cpus = cpu_devices()
+    choose_pin = not environment.reader_set_pin() and environment.can_pin()
+    runs = [(spec, d, "0" if choose_pin else None) for spec, d in cpus]
+    if choose_pin:
+        runs += [(spec, d, "1") for spec, d in cpus
+                 if "Portable Computing Language" in d.platform.name]
+    if len(runs) < 2:
+        return
+    measured = {}
+    for spec, d, pin in runs:
+        result = measure_apart(spec, pin)
+        if result is not None:
+            measured[_name(d) + (PINNED if pin == "1" else "")] = (d, pin, result)
+    if not measured:
+        return
+    figures = {work: {name: result[work] for name, (_, _, result) in measured.items()}
+               for work in WORKLOADS}
     score = relative_times(figures)
     for work, times in figures.items():
         print(f"  {work}:")
         for name, seconds in times.items():
             print(f"    {seconds * 1e3:8.2f} ms on {name}")
-    best = min(cpus, key=lambda d: score[_name(d)])
+    best_name = min(score, key=score.get)
+    best, pin, _ = measured[best_name]
     tuning.set_preferred_device(best.platform.version.strip(), best.name.strip(),
                                 {work: {k: round(v * 1e3, 3) for k, v in times.items()}
-                                 for work, times in figures.items()})
+                                 for work, times in figures.items()},
+                                pocl_affinity=pin)
     print(f"nnlib doctor: default CPU device from now on: the fastest over both (its times "
-          f"{score[_name(best)]:.2f}x the best's, geometric mean), {_name(best)}")
+          f"{score[best_name]:.2f}x the best's, geometric mean), {best_name}")
 
 
 def other_devices() -> list[str]:
@@ -206,7 +264,11 @@ def cli(argv=None) -> int:
                         help="install Intel's CPU runtime where it can be had, else say why not")
     action.add_argument("--remove-intel", action="store_true",
                         help="remove Intel's CPU runtime from this venv, then check")
+    action.add_argument("--measure", metavar="PLATFORM:DEVICE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.measure:  # a child of measure_apart
+        print(json.dumps(measure_here(args.measure)))
+        return 0
     if args.others:
         print("\n".join(other_devices()))
         return 0

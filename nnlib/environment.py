@@ -8,6 +8,8 @@ full disk stops it writing a compiled kernel.
 
 ``POCL_AFFINITY=1`` (PoCL pins its worker thread i to CPU i) is refused where a worker's CPU
 is not one the process may use: PoCL aborts on some of those (:func:`_check_pocl_affinity`).
+Unset, it is set to 1 where ``nnlib.doctor`` measured PoCL faster pinned on this machine and
+stored so beside the default device (:func:`_apply_stored_pin`).
 
 fork: OpenCL drivers do not survive ``fork()`` (PoCL's worker threads and a GPU's context
 stay in the parent): any OpenCL call in a forked child of a process that used OpenCL hangs.
@@ -75,10 +77,11 @@ def _check_pocl_affinity() -> None:
 
     PoCL reads the variable as on when it starts with "1" and then pins its worker thread i
     to CPU i: it ends the process when such a CPU does not exist or lies outside a
-    container's CPU set, and moves workers out of the CPUs a ``taskset`` allows. nnlib leaves
-    the variable alone: pinned workers run wide layers' kernels up to twice as fast on 2-core
-    virtual machines, where unpinned ones at times share one core, and slow the layer-by-layer
-    path's small launches, whose worker then shares a core with the Python thread."""
+    container's CPU set, and moves workers out of the CPUs a ``taskset`` allows. Pinned
+    workers ran wide layers' kernels up to twice as fast on 2-core virtual machines, where
+    unpinned ones at times share one core, and the layer-by-layer path's small launches
+    slower, its worker then sharing a core with the Python thread: so nnlib pins only where
+    ``nnlib.doctor`` measured it faster on the machine (:func:`_apply_stored_pin`)."""
     value = os.environ.get("POCL_AFFINITY", "")
     threads = pocl_threads()
     if value.startswith("1") and hasattr(os, "sched_getaffinity") and not pinnable(threads):
@@ -86,6 +89,30 @@ def _check_pocl_affinity() -> None:
               f"it pins PoCL's worker thread i to CPU i for each of its {threads} workers, "
               f"and this process may run on CPUs {sorted(os.sched_getaffinity(0))} only "
               f"(POCL_AFFINITY=0 leaves the threads unpinned)")
+
+
+_pin_applied = False  # POCL_AFFINITY=1 set by _apply_stored_pin, not by the reader
+
+
+def _apply_stored_pin() -> None:
+    """POCL_AFFINITY=1 where the variable is unset, ``nnlib.doctor`` stored that PoCL ran
+    faster pinned (``pocl_affinity`` with the preferred device) and PoCL can pin here; before
+    PoCL starts, which is when it reads the variable."""
+    global _pin_applied
+    if "POCL_AFFINITY" not in os.environ and can_pin() and \
+            (tuning.preferred_device() or {}).get("pocl_affinity") == "1":
+        os.environ["POCL_AFFINITY"] = "1"
+        _pin_applied = True
+
+
+def can_pin() -> bool:
+    """Whether PoCL can pin each of its workers here (Linux, each worker's CPU allowed)."""
+    return hasattr(os, "sched_getaffinity") and pinnable(pocl_threads())
+
+
+def reader_set_pin() -> bool:
+    """Whether the reader set POCL_AFFINITY (rather than leaving it unset, or to nnlib)."""
+    return "POCL_AFFINITY" in os.environ and not _pin_applied
 
 
 def _check_context() -> None:
@@ -167,7 +194,7 @@ def check() -> None:
     check_not_forked()
     if not _checked:
         for part in (_check_pocl_threads, _check_pocl_affinity, _check_context, _check_nnlib,
-                     _check_disk):
+                     _check_disk, _apply_stored_pin):
             part()
         _checked = True
     mark_used()

@@ -242,11 +242,16 @@ def preferred_device() -> dict | None:
     return data
 
 
-def set_preferred_device(platform_version: str, device: str, figures: dict) -> None:
-    """Store the device the runtime should pick by default (``figures``: what decided)."""
+def set_preferred_device(platform_version: str, device: str, figures: dict,
+                         pocl_affinity: str | None = None) -> None:
+    """Store the device the runtime should pick by default (``figures``: what decided), and
+    with ``pocl_affinity`` ("1" or "0") whether it ran fastest with PoCL's threads pinned
+    (nnlib.environment sets POCL_AFFINITY=1 from it where the variable is unset)."""
     def change(data):
         data.clear()
         data.update(platform=platform_version, device=device, measured=figures)
+        if pocl_affinity is not None:
+            data.update(pocl_affinity=pocl_affinity)
     _update(cache_dir() / "preferred_device.json", change)
 
 

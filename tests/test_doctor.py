@@ -31,3 +31,42 @@ def test_the_report_says_how_to_register_it(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "libnvidia-opencl.so.1 (NVIDIA's OpenCL driver) is installed" in out
     assert "echo libnvidia-opencl.so.1 > ~/icd/nvidia.icd && export OCL_ICD_VENDORS=~/icd" in out
+
+
+class FakeDevice:
+    """What prefer_fastest_cpu reads of a pyopencl.Device."""
+    def __init__(self, name, platform):
+        self.name = name
+        self.platform = type("Platform", (), {"version": platform, "name": platform})
+
+
+@pytest.mark.parametrize("pinned_s, want", [(0.5, "1"), (3.0, "0")])
+def test_pocl_is_also_measured_pinned_and_the_choice_stored(monkeypatch, tuning_cache,
+                                                            pinned_s, want):
+    """Each device is timed in a process of its own (faked here); where the reader left
+    POCL_AFFINITY unset, PoCL's also pinned, and the fastest's device and pin are stored."""
+    from nnlib import environment, tuning
+    pocl = FakeDevice("pthread-x", "Portable Computing Language")
+    other = FakeDevice("cpu-y", "Other OpenCL")
+    seconds = {("0:0", "0"): 1.0, ("0:0", "1"): pinned_s, ("1:0", "0"): 2.0}
+    calls = []
+
+    def measure_apart(spec, pin):
+        calls.append((spec, pin))
+        return {work: seconds[spec, pin or "0"] for work in doctor.WORKLOADS}
+    monkeypatch.setattr(doctor, "cpu_devices", lambda: [("0:0", pocl), ("1:0", other)])
+    monkeypatch.setattr(doctor, "measure_apart", measure_apart)
+    monkeypatch.setattr(environment, "can_pin", lambda: True)
+    monkeypatch.setattr(environment, "reader_set_pin", lambda: False)
+    doctor.prefer_fastest_cpu()
+    assert sorted(calls) == sorted(seconds)  # the other runtime is not measured pinned
+    stored = tuning.preferred_device()
+    assert (stored["device"], stored["pocl_affinity"]) == ("pthread-x", want)
+    work = next(iter(doctor.WORKLOADS))
+    assert stored["measured"][work]["pthread-x (Portable Computing Language)" + doctor.PINNED] \
+        == pinned_s * 1e3
+    monkeypatch.setattr(environment, "reader_set_pin", lambda: True)  # POCL_AFFINITY set
+    calls.clear()
+    doctor.prefer_fastest_cpu()
+    assert sorted(calls) == [("0:0", None), ("1:0", None)]
+    assert "pocl_affinity" not in tuning.preferred_device()

@@ -64,3 +64,22 @@ def test_a_pin_that_made_pocl_abort_is_refused_before_it_starts():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=ROOT, env=env)
     assert run.returncode == 0 and "REFUSED POCL_AFFINITY" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("stored, preset, cpus, want", [
+    ("1", None, {0, 1, 2, 3}, "1"),   # doctor measured pinned fastest: pinned
+    ("0", None, {0, 1, 2, 3}, None),  # measured: unpinned
+    (None, None, {0, 1, 2, 3}, None),  # never measured
+    ("1", "0", {0, 1, 2, 3}, "0"),    # the reader's own value stays
+    ("1", None, {1, 2, 3}, None)])    # PoCL could not pin here
+def test_the_doctors_pin_is_applied_where_the_variable_is_unset(env, tuning_cache, stored,
+                                                               preset, cpus, want):
+    from nnlib import tuning
+    tuning.set_preferred_device("PoCL 9", "pthread-x", {}, pocl_affinity=stored)
+    if preset is not None:
+        env.setenv("POCL_AFFINITY", preset)
+    env.setattr(os, "sched_getaffinity", lambda pid: cpus)
+    env.setattr(environment, "_pin_applied", False)
+    environment._apply_stored_pin()
+    assert os.environ.get("POCL_AFFINITY") == want
+    assert environment.reader_set_pin() == (preset is not None)
