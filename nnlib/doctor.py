@@ -138,11 +138,15 @@ PINNED = " with POCL_AFFINITY=1"  # appended to a device's name: measured pinned
 MEASURE_TIMEOUT_S = 600  # a device's child process (first compilations included)
 
 
-def cpu_devices() -> list:
-    """[(``"platform:device"`` index, device)] of the real CPU devices that compile."""
+def real_devices() -> list:
+    """[(``"platform:device"`` index, device)] of the real devices that compile kernels."""
     return [(f"{pi}:{di}", d) for pi, p in enumerate(platforms())
-            for di, d in enumerate(p.get_devices())
-            if d.type & cl.device_type.CPU and not is_simulator(d) and can_compile(d)]
+            for di, d in enumerate(p.get_devices()) if not is_simulator(d) and can_compile(d)]
+
+
+def cpu_devices() -> list:
+    """:func:`real_devices` that are CPUs."""
+    return [(spec, d) for spec, d in real_devices() if d.type & cl.device_type.CPU]
 
 
 def measure_here(spec: str) -> dict:
@@ -161,7 +165,7 @@ def measure_here(spec: str) -> dict:
 def measure_apart(spec: str, pin: str | None) -> dict | None:
     """:func:`measure_here` in a child process (``--measure``), with ``POCL_AFFINITY`` set to
     ``pin`` (None: as in this process); None where the child fails (it says why)."""
-    env = dict(os.environ) if pin is None else {**os.environ, "POCL_AFFINITY": pin}
+    env = None if pin is None else {**os.environ, "POCL_AFFINITY": pin}  # None: inherited
     try:
         child = subprocess.run([sys.executable, "-m", "nnlib.doctor", "--measure", spec],
                                env=env, capture_output=True, text=True, check=False,
@@ -215,9 +219,7 @@ def prefer_fastest_cpu() -> None:
 def other_devices() -> list[str]:
     """``"platform:device"`` indices of the real devices, besides the default, that compile."""
     default = get_runtime().device
-    return [f"{pi}:{di}" for pi, p in enumerate(platforms())
-            for di, d in enumerate(p.get_devices())
-            if d != default and not is_simulator(d) and can_compile(d)]
+    return [spec for spec, d in real_devices() if d != default]
 
 
 def main() -> int:
