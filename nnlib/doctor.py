@@ -3,7 +3,8 @@ when several CPU devices compile (e.g. PoCL from PyPI and Debian's), measure eac
 (:data:`WORKLOADS`: a wide layer's kernels, a small network's launch-bound training steps) and
 make the fastest over both the default (stored beside the tuning results, see nnlib.tuning).
 Each device is measured in a process of its own, as a reader's process uses one (another
-runtime's threads, still spinning after its turn, would slow the next device). Where the
+runtime's threads, still spinning after its turn, would slow the next device), in
+:data:`ROUNDS` turns, of which its fastest counts. Where the
 reader has not set ``POCL_AFFINITY``, PoCL's devices are also measured with their worker
 threads pinned (``POCL_AFFINITY=1``), and whether the fastest wants the pin is stored with it
 (:mod:`nnlib.environment` then sets the variable in later processes).
@@ -136,6 +137,10 @@ def relative_times(figures: dict) -> dict:
 
 PINNED = " with POCL_AFFINITY=1"  # appended to a device's name: measured pinned
 MEASURE_TIMEOUT_S = 600  # a device's child process (first compilations included)
+# Rounds of child processes, each round every device once (in turn, starting one further
+# each round); a device's time is its fastest over the rounds, so that one slow turn (another
+# program's burst on a shared machine) does not decide the default.
+ROUNDS = 3
 
 
 def real_devices() -> list:
@@ -181,9 +186,10 @@ def measure_apart(spec: str, pin: str | None) -> dict | None:
 
 
 def prefer_fastest_cpu() -> None:
-    """Measure every CPU device that compiles, each in a process of its own, and PoCL's also
-    pinned where the reader left POCL_AFFINITY unset and PoCL can pin; store the fastest as
-    the default device, with whether it wants the pin."""
+    """Measure every CPU device that compiles, each in a process of its own (ROUNDS turns
+    each, the fastest counts), and PoCL's also pinned where the reader left POCL_AFFINITY
+    unset and PoCL can pin; store the fastest as the default device, with whether it wants
+    the pin. A device whose child fails is left out."""
     cpus = cpu_devices()
     choose_pin = not environment.reader_set_pin() and environment.can_pin()
     runs = [(spec, d, "0" if choose_pin else None) for spec, d in cpus]
@@ -192,16 +198,25 @@ def prefer_fastest_cpu() -> None:
                  if "Portable Computing Language" in d.platform.name]
     if len(runs) < 2:
         return
-    measured = {}
-    for spec, d, pin in runs:
-        result = measure_apart(spec, pin)
-        if result is not None:
-            measured[_name(d) + (PINNED if pin == "1" else "")] = (d, pin, result)
+    measured, failed = {}, set()
+    for turn in range(ROUNDS):
+        for spec, d, pin in runs[turn % len(runs):] + runs[:turn % len(runs)]:
+            name = _name(d) + (PINNED if pin == "1" else "")
+            if name in failed:
+                continue
+            result = measure_apart(spec, pin)
+            if result is None:
+                failed.add(name)
+                measured.pop(name, None)
+                continue
+            best = measured.get(name, (d, pin, result))[2]
+            measured[name] = (d, pin, {work: min(result[work], best[work]) for work in result})
     if not measured:
         return
     figures = {work: {name: result[work] for name, (_, _, result) in measured.items()}
                for work in WORKLOADS}
     score = relative_times(figures)
+    print(f"nnlib doctor: each device's fastest of {ROUNDS} turns, each in a process of its own:")
     for work, times in figures.items():
         print(f"  {work}:")
         for name, seconds in times.items():
