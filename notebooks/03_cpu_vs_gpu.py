@@ -750,10 +750,13 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # (`rt.limits.few_vector_registers`) the gradients take 6 rows of one 16-float vector
 # instead: 12 AVX2 registers, the classic 6 x 16 micro-kernel of CPU matrix libraries. To see
 # what a reader with an AVX2 CPU gets, without one, `python -m nnlib.bench.emulate avx2
-# dense` runs a benchmark with Intel's runtime, numpy's OpenBLAS and PyTorch each told to run
-# its AVX2 code. Run so on 2 cores of an AMD EPYC (Zen 4) on 2026-11-27, the dense layer
-# above (1024 -> 1024, batch 64, forward and backward) went from 0.43x numpy with the lanes
-# design to 0.85x with these tiles.
+# dense` runs a benchmark with Intel's runtime (or PyPI's PoCL 3.0, which compiles AVX2 code
+# on a Zen 4 already), numpy's OpenBLAS and PyTorch each told to run its AVX2 code. Run so on
+# 2 cores of an AMD EPYC (Zen 4) on 2026-11-27, the dense layer above (1024 -> 1024, batch
+# 64, forward and backward) went from 0.43x numpy with the lanes design to 0.85x with these
+# tiles on Intel's runtime. On 2026-11-28 PyPI's PoCL measured 0.84x there, and 1.05x in a
+# plain run: on that CPU, OpenBLAS's AVX2 code ran these products faster than its AVX-512
+# code, so the AVX2 baseline is the harder one.
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion

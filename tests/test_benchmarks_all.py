@@ -73,6 +73,10 @@ def test_an_emulated_isa_labels_the_figures_and_the_commands(monkeypatch):
     assert "emulated" not in bench_all.isa_name()
     assert bench_all.command("dense", ["--widths", "64"], meta) == \
         "PYOPENCL_CTX=3:0 python -m nnlib.bench.dense --widths 64"
+    assert bench_all.command("dense", [], dict(meta, pocl_affinity="1")) == \
+        "PYOPENCL_CTX=3:0 POCL_AFFINITY=1 python -m nnlib.bench.dense"
+    assert bench_all.command("dense", [], dict(meta, pocl_affinity="unset")) == \
+        "PYOPENCL_CTX=3:0 python -m nnlib.bench.dense"
     monkeypatch.setenv("NNLIB_EMULATED_ISA", "AVX2")
     assert bench_all.isa_name() == "AVX2 (emulated)"
     assert bench_all.command("dense", ["--widths", "64"], meta) == \
@@ -84,25 +88,29 @@ def test_an_emulated_isa_labels_the_figures_and_the_commands(monkeypatch):
     plt.close(fig)
 
 
-def test_the_emulation_sets_each_librarys_isa_and_needs_intels_runtime(capsys):
+def test_the_emulation_sets_each_librarys_isa_on_intels_runtime_or_an_avx2_compiler():
     """nnlib.bench.emulate tells Intel's runtime, OpenBLAS and PyTorch to run AVX2 code and
-    keeps pyopencl's binary cache out; PoCL cannot be told, so another device is refused with
-    what to do instead."""
+    keeps pyopencl's binary cache out; a PoCL that compiles AVX2 code already (PyPI's 3.0 on
+    Zen 4) gets the host libraries' variables only; a PoCL that emits AVX-512 code cannot be
+    told, so it is refused with what to do instead, as is a GPU."""
     from nnlib.bench import emulate
 
     env = emulate.ISAS["avx2"]
     assert env["CL_CONFIG_CPU_TARGET_ARCH"] == "core-avx2" and env["PYOPENCL_NO_CACHE"] == "1"
     assert env["OPENBLAS_CORETYPE"] == "Haswell" and env["ATEN_CPU_CAPABILITY"] == "avx2"
-    platform = SimpleNamespace(name="Portable Computing Language")
+    pocl = SimpleNamespace(platform=SimpleNamespace(name="Portable Computing Language"),
+                           name="pthread-AMD EPYC", type=cl.device_type.CPU)
     with pytest.raises(ValueError, match="needs Intel's CPU runtime.*make doctor INTEL=auto"):
-        emulate.check_device(SimpleNamespace(platform=platform, name="pthread-AMD EPYC",
-                                             type=cl.device_type.CPU))
+        emulate.child_env("avx2", pocl, 16)
+    host_only = emulate.child_env("avx2", pocl, 8)
+    assert host_only["OPENBLAS_CORETYPE"] == "Haswell" and host_only["NNLIB_EMULATED_ISA"]
+    assert not set(emulate.OPENCL_TARGET) & set(host_only)
     intel = SimpleNamespace(name="Intel(R) OpenCL")
-    emulate.check_device(SimpleNamespace(platform=intel, name="AMD EPYC",
-                                         type=cl.device_type.CPU))
+    assert emulate.child_env("avx2", SimpleNamespace(platform=intel, name="AMD EPYC",
+                                                     type=cl.device_type.CPU), 1) == env
     with pytest.raises(ValueError):
-        emulate.check_device(SimpleNamespace(platform=intel, name="Intel GPU",
-                                             type=cl.device_type.GPU))
+        emulate.child_env("avx2", SimpleNamespace(platform=intel, name="Intel GPU",
+                                                  type=cl.device_type.GPU), 1)
 
 
 @pytest.mark.parametrize("flags, isa", [
@@ -268,3 +276,12 @@ def test_gpu_rooflines_are_a_model_of_published_figures():
     assert roof(low, gflops, gbps) == pytest.approx(low * gbps)  # memory-bound at batch 1
     assert roof(high, gflops, gbps) == gflops
     assert np.all(np.diff(roof(np.logspace(-1, 3, 20), gflops, gbps)) >= 0)
+
+
+@pytest.mark.parametrize("platform, says_pocl", [
+    ("OpenCL 3.0 PoCL 3.1+debian  Linux", True), ("OpenCL 3.1 LINUX", False)])
+def test_the_printed_environment_names_pocls_threads_only_for_pocl(capsys, platform, says_pocl):
+    meta = {"cpu": "AMD EPYC", "device": "cpu", "platform": platform, "pocl_threads": "all",
+            "pocl_affinity": "1", "tuning": "1", "tuned": {}}
+    common.print_environment(meta)
+    assert ("PoCL threads all (POCL_AFFINITY 1)" in capsys.readouterr().out) == says_pocl

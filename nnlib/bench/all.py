@@ -10,9 +10,9 @@ decisionintelligence/CATCH; "not measured" without one), and launch costs. Then 
 table: each goal's measured ratio, its target, met or NOT met, and the command that
 reproduces the row. ``--quick`` runs tiny variants (a smoke test, seconds; its ratios mean
 nothing). With ``--store`` it writes ``nnlib/bench/stored/<name>.json``: "meta" (the device,
-its platform and driver, the CPU model and its vector ISA, the date), the table ("goals") and
-each benchmark's rows. Notebook 03 draws every stored file beside the figures it measures
-live; send yours (a pull request) to add your device.
+its platform and driver, the CPU model and its vector ISA, the date, PoCL's POCL_AFFINITY), the
+table ("goals") and each benchmark's rows. Notebook 03 draws every stored file beside the
+figures it measures live; send yours (a pull request) to add your device.
 
 Used in notebooks/03_cpu_vs_gpu.
 """
@@ -20,6 +20,7 @@ Used in notebooks/03_cpu_vs_gpu.
 import argparse
 import datetime
 import json
+import os
 import platform
 import re
 import shlex
@@ -107,15 +108,19 @@ def isa_name(limits=None, flags: set | None = None) -> str:
 
 def device_meta(rt) -> dict:
     """Who measured: the device, its platform and driver, its real type (the profile says
-    whether NNLIB_PROFILE=gpu was on), the host's CPU and vector ISA, and the date."""
+    whether NNLIB_PROFILE=gpu was on), the host's CPU and vector ISA, and the date; for PoCL,
+    whether its threads were pinned (POCL_AFFINITY as the run had it: the reader's, or what
+    nnlib.environment set from the doctor's choice)."""
     from nnlib.opencl_devices import device_limits
 
     d = rt.device
+    pin = ({"pocl_affinity": os.environ.get("POCL_AFFINITY", "unset")}
+           if "Portable Computing Language" in d.platform.name else {})
     return {"device": d.name.strip(), "platform": d.platform.name.strip(),
             "platform_version": d.platform.version.strip(), "driver": d.driver_version.strip(),
             "type": device_limits(d, "device").kind, "profile": rt.profile,
             "pyopencl_ctx": context_index(d), "cpu": cpu_model(), "isa": isa_name(rt.limits),
-            "host": platform.machine(), "date": datetime.date.today().isoformat()}
+            "host": platform.machine(), "date": datetime.date.today().isoformat(), **pin}
 
 
 def slug(text: str) -> str:
@@ -137,11 +142,13 @@ def file_name(meta: dict) -> str:
 
 def command(module: str, argv: list, meta: dict) -> str:
     env = f"PYOPENCL_CTX={meta['pyopencl_ctx']} "
+    if meta.get("pocl_affinity", "unset") != "unset":
+        env += f"POCL_AFFINITY={meta['pocl_affinity']} "
     if meta["profile"] == "gpu":
         env += "NNLIB_PROFILE=gpu "
     emulated = emulate.emulated_isa()
     runner = f"nnlib.bench.emulate {emulated.lower()} " if emulated else "nnlib.bench."
-    return f"{env}python -m {runner}{module} {shlex.join(argv)}"
+    return f"{env}python -m {runner}{module} {shlex.join(argv)}".rstrip()
 
 
 def run(quick: bool = False, official: str | None = None) -> dict:

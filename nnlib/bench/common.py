@@ -184,9 +184,9 @@ def environment(rt) -> dict:
 
 def print_environment(meta: dict) -> None:
     """The machine, the OpenCL build and the tuned kernel parameters a benchmark ran with."""
-    pinned = meta.get("pocl_affinity", "unset")
-    print(f"CPU: {meta['cpu']}; OpenCL: {meta['device']} ({meta['platform']}); "
-          f"PoCL threads {meta['pocl_threads']} (POCL_AFFINITY {pinned}); "
+    pocl = (f"PoCL threads {meta['pocl_threads']} (POCL_AFFINITY {meta.get('pocl_affinity')}); "
+            if "PoCL" in meta["platform"] else "")
+    print(f"CPU: {meta['cpu']}; OpenCL: {meta['device']} ({meta['platform']}); {pocl}"
           f"NNLIB_TUNE={meta['tuning']}")
     for family, params in meta["tuned"].items():
         print(f"  tuned {family}: " + " ".join(f"{k}={v}" for k, v in params.items()))

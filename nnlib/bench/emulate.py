@@ -9,8 +9,11 @@ told to run its AVX2 code: Intel's CPU runtime compiles for the target that
 ``CL_CONFIG_CPU_TARGET_ARCH`` names, numpy's OpenBLAS picks its kernels by
 ``OPENBLAS_CORETYPE``, PyTorch by ``ATEN_CPU_CAPABILITY`` (and oneDNN's and MKL's own
 variables). PoCL has no such switch that works here: its ``POCL_LLVM_CPU_NAME`` is ignored by
-Debian's PoCL 3.1 and makes PyPI's PoCL 3.0 abort, so the device must be Intel's CPU runtime
-(``make doctor INTEL=auto`` installs it into the venv).
+Debian's PoCL 3.1 and makes PyPI's PoCL 3.0 abort. So the device must be Intel's CPU runtime
+(``make doctor INTEL=auto`` installs it into the venv), or one that compiles the ISA's code
+already: PyPI's PoCL 3.0 on Zen 4 and 5, whose LLVM 14 knows no CPU after Zen 3 and emits AVX2
+code (its widest native vector is 8 floats); for such a device only the host libraries are
+told.
 
 What the emulation keeps and what it does not: AMD's Zen 4 runs an AVX-512 instruction as two
 256-bit halves, so there AVX2 code has the same arithmetic peak as AVX-512 code, as on Zen 3:
@@ -35,6 +38,10 @@ ISAS = {
              "MKL_ENABLE_INSTRUCTIONS": "AVX2", "PYOPENCL_NO_CACHE": "1",
              "NNLIB_EMULATED_ISA": "AVX2"},
 }
+# Those that tell Intel's runtime, left out for a device that compiles the ISA's code already.
+OPENCL_TARGET = (TARGET_VARIABLE, "PYOPENCL_NO_CACHE")
+# Each ISA's widest float vector: a CPU device whose compiler emits no wider compiles its code.
+WIDEST = {"avx2": 8}
 
 
 def emulated_isa() -> str | None:
@@ -42,16 +49,27 @@ def emulated_isa() -> str | None:
     return os.environ.get("NNLIB_EMULATED_ISA") or None
 
 
-def check_device(device) -> None:
-    """Raise ValueError unless ``device`` is Intel's CPU runtime, the one OpenCL build whose
-    target can be chosen here."""
+def is_intel_cpu(device) -> bool:
     import pyopencl as cl
 
-    if "Intel" not in device.platform.name or not device.type & cl.device_type.CPU:
-        raise ValueError(
-            f"the emulation needs Intel's CPU runtime, not {device.platform.name.strip()}: "
-            f"{device.name.strip()}; install it with `make doctor INTEL=auto` and choose it "
-            "with PYOPENCL_CTX (python -m nnlib.doctor lists the devices)")
+    return "Intel" in device.platform.name and bool(device.type & cl.device_type.CPU)
+
+
+def child_env(isa: str, device, widest: int) -> dict:
+    """The variables a benchmark of ``isa`` runs with on ``device`` (whose compiler emits at
+    most ``widest`` floats a vector): all of ISAS' for Intel's CPU runtime, the host libraries'
+    for a CPU device that compiles the ISA's code already; ValueError for any other device."""
+    import pyopencl as cl
+
+    if is_intel_cpu(device):
+        return dict(ISAS[isa])
+    if device.type & cl.device_type.CPU and widest <= WIDEST[isa]:
+        return {k: v for k, v in ISAS[isa].items() if k not in OPENCL_TARGET}
+    raise ValueError(
+        f"the emulation needs Intel's CPU runtime, or a CPU device that compiles {isa} code "
+        f"already, not {device.platform.name.strip()}: {device.name.strip()} (its widest "
+        f"vector: {widest} floats); install Intel's with `make doctor INTEL=auto` and choose "
+        "it with PYOPENCL_CTX (python -m nnlib.doctor lists the devices)")
 
 
 def main(argv=None) -> int:
@@ -60,15 +78,15 @@ def main(argv=None) -> int:
     parser.add_argument("module", help="a benchmark of nnlib.bench: all, dense, train_step, ...")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's arguments")
     args = parser.parse_args(argv)
-    from nnlib.opencl_devices import find_device
+    from nnlib.opencl_devices import find_device, widest_vector
     try:
-        check_device(find_device())
+        device = find_device()
+        env = child_env(args.isa, device, 1 if is_intel_cpu(device) else widest_vector(device))
     except (ValueError, LookupError) as err:
         parser.error(str(err))
-    print(f"emulating {args.isa}: " + " ".join(f"{k}={v}" for k, v in ISAS[args.isa].items()),
-          flush=True)
+    print(f"emulating {args.isa}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True)
     child = subprocess.run([sys.executable, "-m", f"nnlib.bench.{args.module}", *args.args],
-                           env=dict(os.environ, **ISAS[args.isa]), check=False)
+                           env=dict(os.environ, **env), check=False)
     return child.returncode
 
 

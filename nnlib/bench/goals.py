@@ -126,9 +126,10 @@ def format_targets() -> str:
 
 def format_table(meta: dict, rows: list) -> str:
     """Who measured (the "meta" of nnlib.bench.all), then the rows."""
+    pin = f", POCL_AFFINITY={meta['pocl_affinity']}" if "pocl_affinity" in meta else ""
     return (f"Speed goals on {meta['device']} ({meta['type']}, {meta['platform']} "
-            f"{meta['driver']}, profile {meta['profile']}); CPU {meta['cpu']} ({meta['isa']}); "
-            f"{meta['date']}\n{format_rows(rows)}")
+            f"{meta['driver']}, profile {meta['profile']}{pin}); CPU {meta['cpu']} "
+            f"({meta['isa']}); {meta['date']}\n{format_rows(rows)}")
 
 
 def format_rows(rows: list) -> str:
