@@ -752,7 +752,8 @@ inline void transpose_tile(global const float *src, global float *dst, int rows,
 }
 
 // dst = src^T, dimension 0 along src's rows, so that a work-group writes along dst's rows:
-// the rows of dZ^T for the weight gradient (DZT above).
+// the rows of dZ^T for the weight gradient (DZT above), except on a compiler that
+// vectorises across work-items (transpose_by_columns there), and W^T (FWD_TN).
 kernel void transpose(global const float *src, global float *dst, int rows, int cols)
 {
     transpose_tile(src, dst, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, 0,
@@ -781,7 +782,8 @@ kernel void pack_panels(global const float *b, global float *panels, int nk, int
 
 // dst = src^T, dimension 0 along src's columns, so that a work-group reads along src's rows
 // (where neighbouring work-items run in the lanes of a vector, its rows then do not meet in
-// the same cache sets when they lie a power of two apart): X^T for the forward on Y^T.
+// the same cache sets when they lie a power of two apart): X^T for the forward on Y^T, and
+// dZ^T where the compiler vectorises across work-items.
 kernel void transpose_by_columns(global const float *src, global float *dst, int rows,
                                  int cols)
 {

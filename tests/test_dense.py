@@ -416,6 +416,23 @@ def test_transpose_matches_numpy(rt, rng, kernel):
         np.testing.assert_array_equal(out.get(), a.T)
 
 
+@pytest.mark.parametrize("lanes, kernel", [(0, "transpose"), (8, "transpose_by_columns")])
+def test_dz_is_transposed_along_its_rows_where_lanes_run_work_items(rt, rng, monkeypatch, lanes,
+                                                                    kernel):
+    """The weight gradient's dZ^T (DZT): by transpose, except on a compiler that runs
+    work-items in the lanes of a vector (Intel's runtime), whose lanes then read along dZ's
+    rows (transpose_by_columns); both give dZ^T, on more columns than a work-group holds."""
+    from nnlib.bench.profile_step import recording
+    monkeypatch.setattr(rt, "limits", replace(rt.limits, kind="CPU", vector_lanes=lanes,
+                                              vector_width=1 if lanes else 8))
+    assert rt.limits.vectorises_across_work_items == bool(lanes)
+    dz = rng.standard_normal((5, 4 * rt.max_work_group_size + 3)).astype(np.float32)
+    with recording(rt) as events:
+        out = BlockedDenseKernels(rt).transposed(rt.to_device(dz))
+    assert [name for name, _ in events] == [kernel]
+    np.testing.assert_array_equal(out.get(), dz.T)
+
+
 def test_a_class_is_timed_on_each_of_its_problems(monkeypatch):
     """The tuner's time of a candidate for "tall" is the sum of its times on the class's
     problem and on each of TUNE_ALSO's (CATCH's two kinds of layer); classes without

@@ -194,15 +194,25 @@ class BlockedDenseKernels:
         strides = (n_out, 1)
         params = self._launcher("weight", batch, n_in * n_out, "gemm_tn_rowsum")[1]
         if batch > 1 and params.get("DZT"):
-            dz_t = self.runtime.empty((n_out, batch))
-            self.runtime.launcher("dense", "transpose", small_options(self.runtime))(
-                (ceil_div(batch, 4), ceil_div(n_out, 4)), None, dz.data, dz_t.data,
-                np.int32(batch), np.int32(n_out))
-            dz, strides = dz_t, (1, batch)
+            dz, strides = self.transposed(dz), (1, batch)
         if params.get("TN_PACKED"):
             x = self.pack_panels(x, params)
         return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, *strides, x, dw,
                         n_out, n_in, batch, np.int32(accumulate), db.data)
+
+    def transposed(self, dz):
+        """dz^T (a new array), by dense.cl's transpose; on a compiler that runs neighbouring
+        work-items in the lanes of a vector (Intel's runtime) by transpose_by_columns, whose
+        lanes read float4s along one row of dz, where transpose's lanes would read rows 4
+        apart (``nnlib.bench.dense --products`` times the weight gradient with it)."""
+        rows, cols = dz.shape
+        out, grid = self.runtime.empty((cols, rows)), (ceil_div(rows, 4), ceil_div(cols, 4))
+        by_columns = self.runtime.limits.vectorises_across_work_items
+        self.runtime.launcher("dense", "transpose_by_columns" if by_columns else "transpose",
+                              small_options(self.runtime))(
+            grid[::-1] if by_columns else grid, None, dz.data, out.data, np.int32(rows),
+            np.int32(cols))
+        return out
 
     def pack_panels(self, b, params: dict):
         """``b`` (nk x ncols) packed for gemm_tn with ``params`` (TN_PACKED): panels of
