@@ -22,7 +22,8 @@ import pyopencl as cl
 from . import environment
 from .environment import PROFILES, profile_from_env  # noqa: F401 (re-exported)
 from .sources import program_source
-from .tuning import TARGET_VARIABLE, preferred_device, set_widest_vector, widest_vectors
+from .tuning import (TARGET_VARIABLE, preferred_device, set_widest_vector, target_options,
+                     widest_vectors)
 
 POCL_HINT = (
     "No OpenCL platform was found. Install one: `pip install \"pyopencl[pocl]\"` "
@@ -111,7 +112,8 @@ def can_compile(device: cl.Device) -> bool:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                cl.Program(cl.Context([device]), program_source("vector")).build()
+                cl.Program(cl.Context([device]), program_source("vector")).build(
+                    options=list(target_options()))
             _usable_cache[key] = True
         except cl.Error:
             _usable_cache[key] = False
@@ -135,7 +137,7 @@ def _builds_natively(device: cl.Device, width: int) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cl.CompilerWarning)
             prg = cl.Program(cl.Context([device]), program_source("widths")).build(
-                options=[f"-DVW={width}"])
+                options=[f"-DVW={width}", *target_options()])
     except cl.Error:
         return False
     log = prg.get_build_info(device, cl.program_build_info.LOG)
@@ -198,7 +200,7 @@ def vector_lanes(device: cl.Device) -> int:
             warnings.simplefilter("ignore", cl.CompilerWarning)
             try:  # an empty binary cache: a cached program's log says nothing of vectors
                 prg = cl.Program(cl.Context([device]), program_source("widths")).build(
-                    options=["-DVW=1"], cache_dir=fresh)
+                    options=["-DVW=1", *target_options()], cache_dir=fresh)
                 log = prg.get_build_info(device, cl.program_build_info.LOG)
             except cl.Error:
                 log = ""
@@ -347,8 +349,8 @@ def _preferred_multiple(device: cl.Device) -> int:
     try:  # a device query since OpenCL 3.0; a kernel query before
         return int(device.preferred_work_group_size_multiple)
     except (cl.Error, AttributeError):
-        kernel = cl.Kernel(cl.Program(cl.Context([device]), program_source("vector")).build(),
-                           "vector_add")
+        kernel = cl.Kernel(cl.Program(cl.Context([device]), program_source("vector")).build(
+            options=list(target_options())), "vector_add")
         return int(kernel.get_work_group_info(
             cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
 

@@ -42,6 +42,7 @@ from .opencl_devices import (  # noqa: F401  (public here since before the split
 from .launcher import Launcher
 from .sources import (kernel_dir, kernel_path, name_lines, program_source,  # noqa: F401
                       shown_path, source)
+from .tuning import target_options
 
 
 class KernelBuildError(RuntimeError):
@@ -115,7 +116,8 @@ class Runtime:
         """``kernels/<topic>.cl`` (or ``<folder>/<topic>.cl``) built once per runtime, source
         text and option set: an edited file is built again. The last MAX_PROGRAMS builds are
         kept. Every build flushes subnormal floats (below 1.2e-38) to zero and defines the
-        shared codes (BUILD_OPTIONS)."""
+        shared codes (BUILD_OPTIONS) and, for Intel's runtime told another ISA, that ISA
+        (:func:`nnlib.tuning.target_options`)."""
         folder = self._folder(topic, folder)
         src = program_source(topic, folder)
         key = (src, tuple(options))
@@ -127,7 +129,7 @@ class Runtime:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", cl.CompilerWarning)
                     prg = cl.Program(self.context, src).build(
-                        options=[*BUILD_OPTIONS, *options])
+                        options=[*BUILD_OPTIONS, *target_options(), *options])
             except cl.RuntimeError as err:
                 hint = f"\n{NO_COMPILER_HINT}" if "unknown target CPU" in str(err) else ""
                 raise self._build_error(topic, folder, "failed to build",

@@ -90,6 +90,15 @@ def cache_dir() -> Path:
 TARGET_VARIABLE = "CL_CONFIG_CPU_TARGET_ARCH"
 
 
+def target_options(target: str | None = os.environ.get(TARGET_VARIABLE)) -> tuple:
+    """A define that names the ISA Intel's runtime was told to compile for (``target``,
+    by default TARGET_VARIABLE as this process started: the runtime reads it once, when it
+    loads; nnlib.bench.emulate sets it), none without one: pyopencl's binary cache keys a
+    program by its source and options, not by that variable, and a binary cached for
+    another ISA fails to load (clCreateProgramWithBinary: INVALID_BINARY)."""
+    return (f"-DNNLIB_CPU_TARGET_{re.sub(r'[^A-Za-z0-9]', '_', target)}",) if target else ()
+
+
 def device_key(rt) -> dict:
     """What identifies a device's results: another driver, profile, work-group cap, compile
     target (TARGET_VARIABLE) or number of compute units (PoCL with POCL_MAX_PTHREAD_COUNT,

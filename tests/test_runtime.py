@@ -1,6 +1,7 @@
 """Device choice, program building and the errors a reader meets first."""
 
 import json
+import os
 import re
 
 import numpy as np
@@ -125,6 +126,35 @@ def test_a_compile_target_is_part_of_the_device_id(rt, monkeypatch):
     monkeypatch.setenv("CL_CONFIG_CPU_TARGET_ARCH", "core-avx2")
     assert _device_id(rt.device) == plain + " | target core-avx2"
     assert tuning.device_key(rt) == dict(key, target="core-avx2")
+
+
+def test_a_program_built_for_another_target_is_not_taken_from_the_binary_cache(tmp_path):
+    """Under CL_CONFIG_CPU_TARGET_ARCH every build carries the target as a define, so that
+    pyopencl's binary cache, whose key holds the source and the options only, does not hand
+    Intel's runtime a binary made for another ISA (it fails to load, and pyopencl 2026.1's
+    fallback then raises KeyError). Intel's runtime reads the variable when a process starts,
+    so each build runs in a process of its own."""
+    import subprocess
+    import sys
+
+    from nnlib.bench.emulate import is_intel_cpu
+    from nnlib.doctor import real_devices
+
+    assert tuning.target_options(None) == ()
+    assert tuning.target_options("core-avx2") == ("-DNNLIB_CPU_TARGET_core_avx2",)
+    intel = [spec for spec, d in real_devices() if is_intel_cpu(d)]
+    if not intel:
+        pytest.skip("needs Intel's CPU runtime for OpenCL (make doctor INTEL=1)")
+    build = ("import sys; from nnlib.runtime import Runtime, find_device; "
+             "from nnlib.opencl_devices import kernel_names; "
+             "print(kernel_names(Runtime(find_device(sys.argv[1])).program('vector')))")
+    env = {k: v for k, v in os.environ.items() if k != "CL_CONFIG_CPU_TARGET_ARCH"}
+    env.update(NNLIB_TUNING_DIR=str(tmp_path))
+    for target in ({}, {"CL_CONFIG_CPU_TARGET_ARCH": "core-avx2"}):  # native first, cached
+        child = subprocess.run([sys.executable, "-c", build, intel[0]], env={**env, **target},
+                               capture_output=True, text=True, timeout=300, check=False)
+        assert child.returncode == 0, child.stderr[-2000:]
+        assert "vector_add" in child.stdout
 
 
 def test_requires_joins_sources_in_order(monkeypatch, tmp_path):

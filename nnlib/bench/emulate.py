@@ -19,9 +19,10 @@ What the emulation keeps and what it does not: AMD's Zen 4 runs an AVX-512 instr
 256-bit halves, so there AVX2 code has the same arithmetic peak as AVX-512 code, as on Zen 3:
 what changes is the registers and the instructions. The caches stay the host's (Zen 3 has
 half of Zen 4's L2). The benchmark runs in a child process with these variables set; its
-tuning results are stored apart (``nnlib.tuning.device_key`` holds the target) and pyopencl's
-binary cache is off, since its key does not hold the target. ``nnlib.bench.all`` then labels
-its figures "AVX2 (emulated)" and stores them in a file of their own.
+tuning results are stored apart (``nnlib.tuning.device_key`` holds the target), and so are
+pyopencl's cached binaries (every build of nnlib's carries the target as a define:
+``nnlib.tuning.target_options``). ``nnlib.bench.all`` then labels its figures "AVX2
+(emulated)" and stores them in a file of their own.
 """
 
 import argparse
@@ -35,11 +36,10 @@ from nnlib.tuning import TARGET_VARIABLE
 ISAS = {
     "avx2": {TARGET_VARIABLE: "core-avx2", "OPENBLAS_CORETYPE": "Haswell",
              "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "PYOPENCL_NO_CACHE": "1",
-             "NNLIB_EMULATED_ISA": "AVX2"},
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "NNLIB_EMULATED_ISA": "AVX2"},
 }
-# Those that tell Intel's runtime, left out for a device that compiles the ISA's code already.
-OPENCL_TARGET = (TARGET_VARIABLE, "PYOPENCL_NO_CACHE")
+# What tells Intel's runtime, left out for a device that compiles the ISA's code already.
+OPENCL_TARGET = (TARGET_VARIABLE,)
 # Each ISA's widest float vector: a CPU device whose compiler emits no wider compiles its code.
 WIDEST = {"avx2": 8}
 
