@@ -4,9 +4,9 @@ when several CPU devices compile (e.g. PoCL from PyPI and Debian's), measure eac
 make the fastest over both the default (stored beside the tuning results, see nnlib.tuning).
 Each device is measured in a process of its own, as a reader's process uses one (another
 runtime's threads, still spinning after its turn, would slow the next device), in
-:data:`ROUNDS` turns, of which its fastest counts. Where the
-reader has not set ``POCL_AFFINITY``, PoCL's devices are also measured with their worker
-threads pinned (``POCL_AFFINITY=1``), and whether the fastest wants the pin is stored with it
+:data:`ROUNDS` turns, of which its fastest counts. Where the reader has not set
+``POCL_AFFINITY``, PoCL's devices are also measured with their worker threads pinned
+(``POCL_AFFINITY=1``), and whether the fastest wants the pin is stored with it
 (:mod:`nnlib.environment` then sets the variable in later processes).
 
 ``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
