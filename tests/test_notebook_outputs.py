@@ -172,3 +172,23 @@ def test_sanitised_outputs_name_no_device(stem):
     found = [f"cell {i}: {m[0]!r}" for i, text in stored_texts(nb)
              for m in re.finditer(DEVICES, sanitize(text))]
     assert not found, "\n".join(found)
+
+
+PRINTED_KERNEL = re.compile(r"print\((nnlib\.source\(.*\))\)\s*(#.*)?")
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_printed_kernels_are_the_kernel_files_of_today(stem, monkeypatch):
+    """A cell that prints kernels/*.cl (``print(nnlib.source(...))``) stores the file's text
+    as it is now: an edited kernel comment means executing the notebook again (nbval would
+    fail on it only after the unit tests)."""
+    import nnlib
+
+    monkeypatch.chdir(NOTEBOOKS)  # the cells' folder="../kernels"
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    for index, cell in enumerate(nb.cells):
+        call = PRINTED_KERNEL.fullmatch(cell.source.strip()) if cell.cell_type == "code" else None
+        if call:
+            stored = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+            assert stored == eval(call[1], {"nnlib": nnlib}) + "\n", \
+                f"{stem}.ipynb cell {index} prints an older {call[1]}: execute it again"
