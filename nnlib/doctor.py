@@ -35,6 +35,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import environment, intel_runtime, tuning
+from .opencl_devices import is_pocl
 from .runtime import (DeviceNotFoundError, NoPlatformError, Runtime, can_compile, devices,
                       find_device, get_runtime, is_simulator, platforms)
 
@@ -195,7 +196,7 @@ def prefer_fastest_cpu() -> None:
     runs = [(spec, d, "0" if choose_pin else None) for spec, d in cpus]
     if choose_pin:
         runs += [(spec, d, "1") for spec, d in cpus
-                 if "Portable Computing Language" in d.platform.name]
+                 if is_pocl(d)]
     if len(runs) < 2:
         return
     measured, failed = {}, set()

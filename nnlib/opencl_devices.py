@@ -65,6 +65,11 @@ def is_simulator(device: cl.Device) -> bool:
     return "oclgrind" in device.platform.name.lower()
 
 
+def is_pocl(device: cl.Device) -> bool:
+    """PoCL (PyPI's or a distribution's build): the runtime POCL_* variables steer."""
+    return "Portable Computing Language" in device.platform.name
+
+
 def _kind(device: cl.Device) -> str:
     if device.type & cl.device_type.GPU:
         return "GPU"

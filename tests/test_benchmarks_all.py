@@ -284,3 +284,21 @@ def test_the_printed_environment_names_pocls_threads_only_for_pocl(capsys, platf
             "pocl_affinity": "1", "tuning": "1", "tuned": {}}
     common.print_environment(meta)
     assert ("PoCL threads all (POCL_AFFINITY 1)" in capsys.readouterr().out) == says_pocl
+
+
+def test_the_stored_meta_says_whether_pocl_ran_pinned(monkeypatch):
+    """device_meta records POCL_AFFINITY as the run had it, for PoCL only (no other runtime
+    reads it); each PoCL device that compiles is checked, with the variable set and unset."""
+    from nnlib.doctor import real_devices
+    from nnlib.opencl_devices import is_pocl
+    from nnlib.runtime import Runtime
+
+    for _, device in real_devices():
+        rt = Runtime(device)
+        for pin in ("1", None):
+            if pin is None:
+                monkeypatch.delenv("POCL_AFFINITY", raising=False)
+            else:
+                monkeypatch.setenv("POCL_AFFINITY", pin)
+            meta = bench_all.device_meta(rt)
+            assert meta.get("pocl_affinity") == ((pin or "unset") if is_pocl(device) else None)

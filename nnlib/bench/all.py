@@ -111,11 +111,11 @@ def device_meta(rt) -> dict:
     whether NNLIB_PROFILE=gpu was on), the host's CPU and vector ISA, and the date; for PoCL,
     whether its threads were pinned (POCL_AFFINITY as the run had it: the reader's, or what
     nnlib.environment set from the doctor's choice)."""
-    from nnlib.opencl_devices import device_limits
+    from nnlib.opencl_devices import device_limits, is_pocl
 
     d = rt.device
     pin = ({"pocl_affinity": os.environ.get("POCL_AFFINITY", "unset")}
-           if "Portable Computing Language" in d.platform.name else {})
+           if is_pocl(d) else {})
     return {"device": d.name.strip(), "platform": d.platform.name.strip(),
             "platform_version": d.platform.version.strip(), "driver": d.driver_version.strip(),
             "type": device_limits(d, "device").kind, "profile": rt.profile,
