@@ -278,10 +278,16 @@ def test_gpu_rooflines_are_a_model_of_published_figures():
 
 
 @pytest.mark.parametrize("platform, says_pocl", [
-    ("OpenCL 3.0 PoCL 3.1+debian  Linux", True), ("OpenCL 3.1 LINUX", False)])
-def test_the_printed_environment_names_pocls_threads_only_for_pocl(capsys, platform, says_pocl):
-    meta = {"cpu": "AMD EPYC", "device": "cpu", "platform": platform, "pocl_threads": "all",
-            "pocl_affinity": "1", "tuning": "1", "tuned": {}}
+    ("Portable Computing Language", True), ("Intel(R) OpenCL", False)])
+def test_the_printed_environment_names_pocls_threads_only_for_pocl(capsys, monkeypatch, platform,
+                                                                   says_pocl):
+    monkeypatch.setenv("POCL_AFFINITY", "1")
+    monkeypatch.delenv("POCL_MAX_PTHREAD_COUNT", raising=False)
+    device = SimpleNamespace(name="cpu", driver_version="1",
+                             platform=SimpleNamespace(name=platform, version="OpenCL 3.0"))
+    monkeypatch.setattr(common, "cpu_model", lambda: "AMD EPYC")
+    monkeypatch.setattr("nnlib.tuning.mode", lambda: "0")  # no tuned parameters to read
+    meta = common.environment(SimpleNamespace(device=device))
     common.print_environment(meta)
     assert ("PoCL threads all (POCL_AFFINITY 1)" in capsys.readouterr().out) == says_pocl
 

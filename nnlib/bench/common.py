@@ -172,10 +172,12 @@ def cpu_model() -> str:
 
 def environment(rt) -> dict:
     from nnlib import tuning
+    from nnlib.opencl_devices import is_pocl
+    pocl = ({"pocl_threads": os.environ.get("POCL_MAX_PTHREAD_COUNT", "all"),
+             "pocl_affinity": os.environ.get("POCL_AFFINITY", "unset")}
+            if is_pocl(rt.device) else {})
     return {"device": rt.device.name.strip(), "platform": rt.device.platform.version,
-            "driver": rt.device.driver_version, "cpu": cpu_model(),
-            "pocl_threads": os.environ.get("POCL_MAX_PTHREAD_COUNT", "all"),
-            "pocl_affinity": os.environ.get("POCL_AFFINITY", "unset"),
+            "driver": rt.device.driver_version, "cpu": cpu_model(), **pocl,
             "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset"),
             "tuning": tuning.mode(),
             "tuned": {} if tuning.mode() == "0" else
@@ -184,8 +186,8 @@ def environment(rt) -> dict:
 
 def print_environment(meta: dict) -> None:
     """The machine, the OpenCL build and the tuned kernel parameters a benchmark ran with."""
-    pocl = (f"PoCL threads {meta['pocl_threads']} (POCL_AFFINITY {meta.get('pocl_affinity')}); "
-            if "PoCL" in meta["platform"] else "")
+    pocl = (f"PoCL threads {meta['pocl_threads']} (POCL_AFFINITY {meta['pocl_affinity']}); "
+            if "pocl_threads" in meta else "")
     print(f"CPU: {meta['cpu']}; OpenCL: {meta['device']} ({meta['platform']}); {pocl}"
           f"NNLIB_TUNE={meta['tuning']}")
     for family, params in meta["tuned"].items():
