@@ -23,7 +23,8 @@ the family searches again.
 
 A search costs mostly compilation (PoCL: 1-3 s per candidate kernel on first use, then its
 own disk cache), so each family spends at most ``BUDGET_S`` seconds per process on new
-candidates, the most promising first, and the next process goes on where it stopped.
+candidates, the most promising first, and the next process goes on where it stopped; within
+:func:`complete_searches` (the benchmarks of ``nnlib.bench.all``) every search runs to its end.
 Tests and the nbval check run with ``NNLIB_TUNE=0`` (tests/conftest.py, ``make notebooks``):
 the same kernels on every run, and no writes to the user's cache; the unit tests run every
 candidate explicitly instead.
@@ -336,6 +337,21 @@ def _short(params: dict) -> str:
 
 
 BUDGET_S = 6.0  # seconds of new candidates per family and process (mostly compilation)
+_complete = False  # within complete_searches(): no BUDGET_S
+
+
+@contextlib.contextmanager
+def complete_searches():
+    """Within this block every search :func:`tuned` starts or goes on with runs to its last
+    candidate, whatever BUDGET_S: a benchmark then times the kernels the search ends on, not
+    those of its first seconds (on a device's first run the searches take a minute or two
+    longer)."""
+    global _complete
+    before, _complete = _complete, True
+    try:
+        yield
+    finally:
+        _complete = before
 
 
 def source_digest(family: str) -> str | None:
@@ -375,7 +391,8 @@ def tuned(rt, family: str, shape_class: str, candidates, measure, default: dict,
         rt.not_a_launch()  # the search waits for the device: no step recorded around it
         start = time.perf_counter()
         results = search(candidates, measure, f"{key} on {rt.device.name.strip()}",
-                         budget_s=BUDGET_S, known=known)
+                         budget_s=None if _complete else BUDGET_S,
+                         known=known)
         best = _best(candidates, [t for _, t in results], default)
         best_s = next((t for p, t in results if p == best and t is not None
                        and np.isfinite(t)), None)

@@ -214,6 +214,24 @@ def test_default_device_follows_the_preference(tuning_cache, monkeypatch):
         assert find_device(None) == d
 
 
+def test_complete_searches_times_every_candidate_whatever_the_budget(tuning_cache,
+                                                                     monkeypatch):
+    """Within complete_searches a new search and one a budget cut short both run to their
+    last candidate (nnlib.bench.all times tuned kernels); outside it the budget holds."""
+    monkeypatch.setattr(tuning, "BUDGET_S", 0.0)  # one new candidate per process
+    meter, rt = Meter(), fake_rt()
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8})
+    assert tuning.stored(rt)["gemm/b64"]["untried"] == 2
+    tuning.set_mode("1")  # a new process
+    with tuning.complete_searches():
+        assert tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 8}) == {"rows": 4}
+        tuning.tuned(rt, "gemm", "b1", CANDIDATES, meter, {"rows": 8})
+    assert tuning.stored(rt)["gemm/b64"]["untried"] == 0
+    assert tuning.stored(rt)["gemm/b1"]["untried"] == 0
+    tuning.tuned(rt, "gemm", "b4", CANDIDATES, meter, {"rows": 8})  # the budget again
+    assert tuning.stored(rt)["gemm/b4"]["untried"] == 2
+
+
 def test_a_search_out_of_budget_goes_on_in_the_next_process(tuning_cache, monkeypatch):
     monkeypatch.setattr(tuning, "BUDGET_S", 0.0)  # one new candidate per process
     meter, rt = Meter(), fake_rt()

@@ -12,7 +12,9 @@ reproduces the row. ``--quick`` runs tiny variants (a smoke test, seconds; its r
 nothing). With ``--store`` it writes ``nnlib/bench/stored/<name>.json``: "meta" (the device,
 its platform and driver, the CPU model and its vector ISA, the date, PoCL's POCL_AFFINITY), the
 table ("goals") and each benchmark's rows. Notebook 03 draws every stored file beside the
-figures it measures live; send yours (a pull request) to add your device.
+figures it measures live; send yours (a pull request) to add your device. Every tuning
+search it starts runs to its end before it is timed (the first run on a device takes a few
+minutes longer): the goals are those of the tuned kernels.
 
 Used in notebooks/03_cpu_vs_gpu.
 """
@@ -153,20 +155,24 @@ def command(module: str, argv: list, meta: dict) -> str:
 
 def run(quick: bool = False, official: str | None = None) -> dict:
     """Every goal's benchmark on the default device: {"meta", "goals": the table's rows,
-    and each benchmark's rows under its name}; CATCH only with ``official``."""
+    and each benchmark's rows under its name}; CATCH only with ``official``. The kernels'
+    tuning searches run to their end first (nnlib.tuning.complete_searches): the goals are
+    the tuned kernels', not those of a first run's first seconds of search."""
     import nnlib
+    from nnlib import tuning
 
     result = {"meta": device_meta(nnlib.get_runtime())}
     commands, missing = {}, {}
-    for bench, (module, fn, quick_argv, full_argv) in RUNS.items():
-        argv = quick_argv if quick else full_argv
-        commands[bench] = command(module, argv, result["meta"])
-        if OFFICIAL in argv and not official:
-            missing[bench] = ("needs --official-path, a checkout of decisionintelligence/CATCH "
-                              "(and einops)")
-            continue
-        print(f"== {commands[bench]}", flush=True)
-        result[bench] = fn([official if a == OFFICIAL else a for a in argv])
+    with tuning.complete_searches():
+        for bench, (module, fn, quick_argv, full_argv) in RUNS.items():
+            argv = quick_argv if quick else full_argv
+            commands[bench] = command(module, argv, result["meta"])
+            if OFFICIAL in argv and not official:
+                missing[bench] = ("needs --official-path, a checkout of "
+                                  "decisionintelligence/CATCH (and einops)")
+                continue
+            print(f"== {commands[bench]}", flush=True)
+            result[bench] = fn([official if a == OFFICIAL else a for a in argv])
     result["goals"] = goals.goal_rows(result, result["meta"], commands, missing)
     return result
 
