@@ -219,10 +219,11 @@ def vector_lanes(device: cl.Device) -> int:
 
 NO_COMPILER_HINT = (
     "No OpenCL device on this machine can compile kernels. PoCL 3.0 from PyPI (LLVM 14) "
-    "does not know CPUs newer than 2022 (its build log says \"unknown target CPU "
-    "'generic'\"). Install a newer PoCL beside it: `sudo apt-get install pocl-opencl-icd` "
-    "(Debian/Ubuntu), or `conda install -c conda-forge pocl`, or Intel's CPU runtime into "
-    "the venv (no root): `python -m nnlib.doctor --install-intel`; `make doctor` checks again."
+    "does not know some CPUs newer than it, AMD's Zen 5 among them (its build log says "
+    "\"unknown target CPU 'generic'\"). Install a newer PoCL beside it: "
+    "`sudo apt-get install pocl-opencl-icd` (Debian/Ubuntu), or "
+    "`conda install -c conda-forge pocl`, or Intel's CPU runtime into the venv (no root): "
+    "`python -m nnlib.doctor --install-intel`; `make doctor` checks again."
 )
 
 
