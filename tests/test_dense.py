@@ -14,7 +14,7 @@ from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, bu
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import BlockedDenseKernels
 from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORWARD_YT_TILES,
-                                       MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
+                                       K_BLOCK, MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
                                        TUNE_ALSO, WEIGHT_REGISTER_GROUP, forward_yt_params,
                                        k_slices, lanes_by_default, lanes_candidates,
                                        lanes_params)
@@ -414,6 +414,29 @@ def test_transpose_matches_numpy(rt, rng, kernel):
             continue
         launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, None, *args)
         np.testing.assert_array_equal(out.get(), a.T)
+
+
+@pytest.mark.parametrize("local_kib", [None, 48, 16])
+def test_gradient_k_blocks_fit_the_local_memory(rt, monkeypatch, local_kib):
+    """The gradients' local-memory k-blocks the tuner tries beside the default's: half of
+    K_BLOCK among them (a panel that fits a smaller L1 cache), each only where its panel
+    (TN_KB rows of TN_V * VW floats) fits the device's local memory: this device's (where
+    every candidate's panel fits), a GPU's 48 KiB and 16 KiB."""
+    if local_kib is not None:
+        monkeypatch.setattr(rt, "limits", replace(rt.limits, local_mem_size=local_kib << 10))
+    for product in ("input", "weight"):
+        for shape in TUNE_SHAPE:
+            found = candidates(rt, product, shape)
+            base = default_params(rt, product, shape, lanes=False)
+            row = base["TN_V"] * base["VW"] * 4  # bytes of one row of a k-block's panel
+            blocks = {c["TN_KB"] for c in found if "TN_KB" in c
+                      and c == dict(base, TN_KB=c["TN_KB"], VLOAD=c["VLOAD"])}
+            assert all(kb * row <= rt.limits.local_mem_size for kb in blocks - {base["TN_KB"]})
+            half = K_BLOCK[product] // 2
+            assert (half in blocks) == (half * row <= rt.limits.local_mem_size), (product, shape)
+            if local_kib is None:
+                assert all(c["TN_KB"] * c["TN_V"] * c["VW"] * 4 <= rt.limits.local_mem_size
+                           for c in found if c.get("TN_KB")), (product, shape)
 
 
 @pytest.mark.parametrize("lanes, kernel", [(0, "transpose"), (8, "transpose_by_columns")])

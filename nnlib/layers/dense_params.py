@@ -169,7 +169,10 @@ def candidates(rt, product: str, shape: str) -> list:
     (:func:`register_tiles`), the default's loads by hand; tile rows suited to
     the batch class, each with vloadN and by hand, at the device's vector width; the middle
     tile at twice the width (half, at the widest); for the gradients, the default without
-    and with another local-memory k-block and with the work-groups in column order; for the
+    and with other local-memory k-blocks (K_BLOCK's or four times it, and half of K_BLOCK,
+    whose panel of 64 columns fits a 48 KiB L1 cache at the input gradient's 128 rows; each
+    only where the device's local memory holds it) and with the work-groups in column
+    order; for the
     weight gradient, the default on dZ transposed first (DZT), both load styles, and (right
     after the default) on dZ transposed and x packed into panels (TN_PACKED); for a
     wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
@@ -200,7 +203,10 @@ def candidates(rt, product: str, shape: str) -> list:
     out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
     if product != "forward":
         other = 4 * K_BLOCK[product] if base["TN_KB"] == K_BLOCK[product] else K_BLOCK[product]
-        out += [dict(base, TN_KB=kb, VLOAD=v) for kb in (0, other) for v in (1, 0)]
+        half = K_BLOCK[product] // 2  # half the rows: a panel that fits a smaller L1 cache
+        panel = base["TN_V"] * base["VW"] * 4  # bytes of local memory per row of a k-block
+        out += [dict(base, TN_KB=kb, VLOAD=v) for kb in (0, other, half) for v in (1, 0)
+                if kb != base["TN_KB"] and kb * panel <= rt.limits.local_mem_size]
         out.append(dict(base, TN_ORDER=1))
     if product == "weight":
         out += [dict(base, DZT=1, VLOAD=v) for v in (1, 0)]
