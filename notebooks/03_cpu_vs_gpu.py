@@ -758,8 +758,8 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # plain run: on that CPU, OpenBLAS's AVX2 code ran these products faster than its AVX-512
 # code, so the AVX2 baseline is the harder one. On 2 cores of an Intel Xeon with AVX-512 and
 # AMX (2026-12-02) it was the other way round: numpy ran the layer at 176-186 GFLOP/s with
-# its AVX-512 code and 140 with its AVX2 code, and Intel's runtime measured 1.08x numpy in a
-# plain run and 0.83x under the emulation (both stored files are drawn above).
+# its AVX-512 code and 140 with its AVX2 code, and Intel's runtime measured 1.08-1.12x numpy in
+# plain runs and 0.83x under the emulation (both stored files are drawn above).
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion
