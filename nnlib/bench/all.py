@@ -194,7 +194,8 @@ def plot_dense(ax, live_rows: list, live_label: str, stored: list, n: int = 1024
     """The fast dense kernel's GFLOP/s against the batch: measured now, and from every stored
     file (``common.stored_results("dense")``) labelled with its device (a CPU's with its
     vector ISA), driver and date."""
-    ax.plot(*zip(*dense_points(live_rows, n)), "s-", color="black", label=f"{live_label} (measured now)")
+    ax.plot(*zip(*dense_points(live_rows, n)), "s-", color="black",
+            label=f"{live_label} (measured now)")
     for result in stored:
         points, meta = dense_points(result["rows"], n), result["meta"]
         if points:
@@ -203,7 +204,8 @@ def plot_dense(ax, live_rows: list, live_label: str, stored: list, n: int = 1024
                     f"{meta['driver']}, {meta['date']} (stored)")
     ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="GFLOP/s",
            title=f"fast dense kernel, forward + backward, width {n}")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)  # beside the axes
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1),
+              borderaxespad=0)  # beside the axes: one line per stored file
 
 
 def main(argv=None) -> dict:
