@@ -14,10 +14,10 @@ from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, bu
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import BlockedDenseKernels
 from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORWARD_YT_TILES,
-                                       K_BLOCK, MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP, SMALL_KERNELS,
-                                       TUNE_ALSO, WEIGHT_REGISTER_GROUP, forward_yt_params,
-                                       k_slices, lanes_by_default, lanes_candidates,
-                                       lanes_params)
+                                       K_BLOCK, MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP,
+                                       SMALL_KERNELS, TUNE_ALSO, WEIGHT_REGISTER_GROUP,
+                                       forward_yt_params, k_slices, lanes_by_default,
+                                       lanes_candidates, lanes_params)
 
 from .gradcheck import numeric_grad
 
