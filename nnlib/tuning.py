@@ -344,7 +344,7 @@ _complete = False  # within complete_searches(): no BUDGET_S
 def complete_searches():
     """Within this block every search :func:`tuned` starts or goes on with runs to its last
     candidate, whatever BUDGET_S: a benchmark then times the kernels the search ends on, not
-    those of its first seconds (on a device's first run the searches take a minute or two
+    those of its first seconds (on a device's first run the searches take a few minutes
     longer)."""
     global _complete
     before, _complete = _complete, True
