@@ -43,6 +43,35 @@ def test_search_picks_the_fastest_and_stores_it(tuning_cache):
     assert [t for _, t in data["results"]["gemm/b64"]["candidates"]] == [3.0, 1.0, 2.0]
 
 
+def test_the_fastest_few_are_timed_again_side_by_side(tuning_cache):
+    """A burst of load on the fastest kernel's first samples (1.25 s where it takes 1.0 s)
+    and none on its rival's (1.1 s) would hand the search to the rival; the confirming
+    rounds time the two again in turns and the faster wins. A candidate far behind (3.0 s)
+    is not timed again."""
+    calls = {2: 0, 4: 0, 8: 0}
+
+    def measure(params):
+        rows = params["rows"]
+        calls[rows] += 1
+        return {2: 3.0, 4: 1.25 if calls[4] <= 3 else 1.0, 8: 1.1}[rows]
+    got = tuning.tuned(fake_rt(), "gemm", "b64", CANDIDATES, measure, {"rows": 2})
+    assert got == {"rows": 4}
+    assert calls == {2: 3, 4: 3 + tuning.CONFIRM_ROUNDS, 8: 3 + tuning.CONFIRM_ROUNDS}
+
+
+def test_a_search_cut_short_confirms_nothing_yet(tuning_cache):
+    """Two close candidates timed and one left for the next process: no confirming rounds
+    until the last one has been timed."""
+    calls = []
+
+    def measure(params):
+        calls.append(params["rows"])
+        return {2: 1.05, 4: 1.0, 8: 2.0}[params["rows"]]
+    results = tuning.search(CANDIDATES, measure, budget_s=0.0, known=[1.05, None, None])
+    assert [t for _, t in results] == [1.05, 1.0, None]
+    assert sorted(calls) == [2, 2, 4, 4, 4]  # rows=4's first time, then two rounds each
+
+
 def test_a_search_tells_the_runtime_it_enqueues_more_than_a_step(tuning_cache):
     """A search launches its candidates and waits for them: a training step recorded around
     it (nnlib.step_replay) must not keep them, so the search says so; a result already
@@ -93,6 +122,21 @@ def test_times_of_another_problem_are_searched_again(tuning_cache):
                      problem=problem)
         assert bool(meter.calls) == searched, problem
     assert tuning.stored(fake_rt())["gemm/small"]["problem"] == [64, 128, "tanh"]
+
+
+def test_results_of_an_earlier_way_of_searching_are_searched_again(tuning_cache):
+    """A result stored before the confirming rounds (no "search" field) is timed again."""
+    rt = fake_rt()
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, Meter(), {"rows": 2})
+    path = tuning.cache_file(rt)
+    data = json.loads(path.read_text())
+    del data["results"]["gemm/b64"]["search"]
+    path.write_text(json.dumps(data))
+    tuning.set_mode("1")
+    meter = Meter()
+    tuning.tuned(rt, "gemm", "b64", CANDIDATES, meter, {"rows": 2})
+    assert meter.calls
+    assert tuning.stored(rt)["gemm/b64"]["search"] == tuning.SEARCH_VERSION
 
 
 def test_mode_0_uses_the_default_and_touches_nothing(tuning_cache):

@@ -35,6 +35,7 @@ entries = st.one_of(
     st.fixed_dictionaries({
         "params": params,
         "source": st.one_of(st.none(), st.text(max_size=3)),
+        "search": st.one_of(st.just(tuning.SEARCH_VERSION), json_values),
         "candidates": st.one_of(json_values, st.lists(st.tuples(params, times).map(list),
                                                       max_size=4)),
     }))
@@ -73,7 +74,7 @@ def test_a_planted_entry_outside_the_candidates_is_dropped_with_a_warning(tuning
 
 def test_stored_times_that_do_not_choose_the_stored_parameters_are_dropped(tuning_cache, caplog):
     rt = fake_rt()
-    plant(rt, {KEY: {"params": {"rows": 8}, "source": None,
+    plant(rt, {KEY: {"params": {"rows": 8}, "source": None, "search": tuning.SEARCH_VERSION,
                      "candidates": [[c, t] for c, t in zip(CANDIDATES, (3.0, 1.0, 2.0))]}})
     with caplog.at_level(logging.WARNING, "nnlib.tuning"):
         assert tuning.tuned(rt, FAMILY, SHAPE, CANDIDATES, Meter(), DEFAULT) == {"rows": 4}
