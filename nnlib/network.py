@@ -242,8 +242,8 @@ class Sequential:
         if n == 0 or isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) \
                 or epochs < 0:
             raise ValueError("fit: needs data, batch_size >= 1 and epochs >= 0")
-        if not np.isfinite(x).all():
-            raise ValueError("fit: inputs contain NaN or infinity")
+        # checked (finite numbers, two axes) as they are copied to the device, once per fit
+        inputs = self.runtime.to_device(x, "fit inputs", shape=(None, None), wait=True)
         self._check_optimizer(optimizer)
         if fused is not None and not isinstance(fused, (bool, np.bool_)):
             raise TypeError(f"fit: fused must be None (choose), True or False, got {fused!r}")
@@ -254,7 +254,7 @@ class Sequential:
         history = {"loss": [], "val_loss": [], "path": "layers" if trainer is None else "fused"}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
         rows = self.runtime.empty((n,))
-        data = DeviceBatches(self.runtime, x, self.targets(y, n))  # batches gathered there
+        data = DeviceBatches(self.runtime, inputs, self.targets(y, n))  # batches gathered there
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
             skipped_before = optimizer.skipped_steps
