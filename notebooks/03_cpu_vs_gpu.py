@@ -606,7 +606,10 @@ print(f"fastest: NT_I={best['NT_I']} VLOAD={best['VLOAD']}, {best_s * 1e6:.0f} Â
 # Whatever the search picks must still compute the right thing: the test suite runs every
 # candidate against the numpy reference, and so does the cell below for the winner. Run the
 # search again and the order of close candidates may change (the machine is never quiet):
-# the tuner times every candidate several times, taking turns, and keeps each one's fastest.
+# the tuner times every candidate several times, taking turns, and keeps each one's fastest;
+# then it times the few closest to the fastest (`tuning.CONFIRM_WITHIN`) again, side by side
+# (`tuning.CONFIRM_ROUNDS` rounds), so that a moment of quiet that fell on one candidate's
+# samples cannot decide alone.
 
 # %%
 check = nnlib.Dense(37, 21, "tanh", seed=3, runtime=rt)
@@ -757,9 +760,9 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # tiles on Intel's runtime. On 2026-11-28 PyPI's PoCL measured 0.84x there, and 1.05x in a
 # plain run: on that CPU, OpenBLAS's AVX2 code ran these products faster than its AVX-512
 # code, so the AVX2 baseline is the harder one. On 2 cores of an Intel Xeon with AVX-512 and
-# AMX (2026-12-02) it was the other way round: numpy ran the layer at 176-186 GFLOP/s with
-# its AVX-512 code and 140 with its AVX2 code, and Intel's runtime measured 1.08-1.12x numpy in
-# plain runs and 0.83x under the emulation (both stored files are drawn above).
+# AMX (2026-12-02) it was the other way round: numpy ran the layer at 167-186 GFLOP/s with
+# its AVX-512 code and 140-147 with its AVX2 code, and Intel's runtime measured 1.04-1.12x
+# numpy in plain runs and 0.83-0.88x under the emulation (both stored files are drawn above).
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion
