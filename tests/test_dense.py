@@ -313,6 +313,11 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
             packed = {c.get("TN_PACKED", 0) for c in found}
             assert packed == ({0, 1} if product == "weight" else {0})
             assert all(c["TN_KB"] == 0 for c in found if c.get("TN_PACKED"))
+    wide_weight = [c for c in candidates(rt, "weight", "wide") if c.get("TN_PACKED")]
+    tiles = {(c["TN_R"], c["TN_V"]) for c in wide_weight}
+    b64 = default_params(rt, "weight", "b64", lanes=False)
+    assert (b64["TN_R"], b64["TN_V"]) in tiles and len(tiles) == 1 + (
+        b64["TN_V"] != default_params(rt, "weight", "wide", lanes=False)["TN_V"])
     wide_forward = candidates(rt, "forward", "wide")
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}

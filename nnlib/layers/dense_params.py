@@ -174,8 +174,9 @@ def candidates(rt, product: str, shape: str) -> list:
     only where the device's local memory holds it) and with the work-groups in column
     order; for the
     weight gradient, the default on dZ transposed first (DZT), both load styles, and (right
-    after the default) on dZ transposed and x packed into panels (TN_PACKED); for a
-    wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
+    after the default) on dZ transposed and x packed into panels (TN_PACKED), for a wide
+    layer also with the larger batches' tile (4 rows of 4 vectors at width 16, where the
+    wide class's default is 6 rows of one); for a wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
     and of W); for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
     with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
     the other width (as many columns), and gemm_tn_bias on x in place (FWD_TN, the classes
@@ -210,7 +211,12 @@ def candidates(rt, product: str, shape: str) -> list:
         out.append(dict(base, TN_ORDER=1))
     if product == "weight":
         out += [dict(base, DZT=1, VLOAD=v) for v in (1, 0)]
-        out.insert(out.index(base) + 1, dict(base, DZT=1, TN_PACKED=1, TN_KB=0))
+        packed = [dict(base, DZT=1, TN_PACKED=1, TN_KB=0)]
+        r, v = _tn_tile(base["VW"], "b64", rt.limits.few_vector_registers)
+        if shape == "wide" and (r, v) != (base["TN_R"], base["TN_V"]):  # packed: 4 x 4 too
+            packed.append(dict(packed[0], TN_R=r, TN_V=v))
+        at = out.index(base) + 1
+        out[at:at] = packed
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
     if product == "forward" and shape in FORWARD_YT_TILES:  # on Y^T: tiles of 2 vectors
