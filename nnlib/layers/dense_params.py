@@ -172,12 +172,12 @@ def candidates(rt, product: str, shape: str) -> list:
     and with other local-memory k-blocks (K_BLOCK's or four times it, and half of K_BLOCK,
     whose panel of 64 columns fits a 48 KiB L1 cache at the input gradient's 128 rows; each
     only where the device's local memory holds it) and with the work-groups in column
-    order; for the
-    weight gradient, the default on dZ transposed first (DZT), both load styles, and (right
-    after the default) on dZ transposed and x packed into panels (TN_PACKED), for a wide
-    layer also with the larger batches' tile (4 rows of 4 vectors at width 16, where the
-    wide class's default is 6 rows of one); for a wide layer's forward, the default with k-blocks (NT_KB, work-groups spanning rows of x
-    and of W); for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
+    order; for the weight gradient, the default on dZ transposed first (DZT), both load
+    styles, and (right after the default) on dZ transposed and x packed into panels
+    (TN_PACKED), for a wide layer also with the larger batches' tile (4 rows of 4 vectors
+    at width 16, where the wide class's default is 6 rows of one); for a wide layer's
+    forward, the default with k-blocks (NT_KB, work-groups spanning rows of x and of W);
+    for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
     with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
     the other width (as many columns), and gemm_tn_bias on x in place (FWD_TN, the classes
     of FORWARD_TN_CLASSES) with tiles of 6 rows of 2 vectors; the default with fma()
