@@ -204,6 +204,26 @@ def test_every_tuning_candidate_matches_reference(rt, rng, product, params):
         np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
 
 
+def test_input_gradient_on_packed_weights(rt, rng):
+    """The input gradient with TN_PACKED (W packed into panels before each product, a wide
+    layer's candidate): dx = dz W and, without a gate, dx += dz W, on odd sizes, sizes
+    above the work-group limit and batch 1."""
+    params = next(c for c in candidates(rt, "input", "wide") if c.get("TN_PACKED"))
+    kernels = BlockedDenseKernels(rt, params={"input": params})
+    big = rt.max_work_group_size + 3
+    for batch, n_in, n_out in [(1, 13, 7), (7, 33, 17), (2, big, 3), (17, 6, big)]:
+        dz, w = (rng.standard_normal(s).astype(np.float32) for s in ((batch, n_out),
+                                                                      (n_out, n_in)))
+        before = rng.standard_normal((batch, n_in)).astype(np.float32)
+        want = dz.astype(np.float64) @ w
+        dx = rt.empty((batch, n_in))
+        kernels.backward_input(rt.to_device(dz), rt.to_device(w), dx)
+        np.testing.assert_allclose(dx.get(), want, rtol=1e-4, atol=1e-4)
+        into = rt.to_device(before)
+        kernels.backward_input(rt.to_device(dz), rt.to_device(w), into, accumulate=True)
+        np.testing.assert_allclose(into.get(), before + want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("product, params", every_candidate(lanes_candidates),
                          ids=lambda v: v if isinstance(v, str) else build_options(v))
 def test_lanes_design_matches_reference_on_any_device(rt, rng, product, params):
@@ -311,7 +331,8 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
             assert {c.get("DZT", 0) for c in found} == ({0, 1} if product == "weight" else {0})
             packed = {c.get("TN_PACKED", 0) for c in found}
-            assert packed == ({0, 1} if product == "weight" else {0})
+            assert packed == ({0, 1} if product == "weight" or (product, shape) == (
+                "input", "wide") else {0}), (product, shape)
             assert all(c["TN_KB"] == 0 for c in found if c.get("TN_PACKED"))
     wide_weight = [c for c in candidates(rt, "weight", "wide") if c.get("TN_PACKED")]
     tiles = {(c["TN_R"], c["TN_V"]) for c in wide_weight}

@@ -176,9 +176,14 @@ class BlockedDenseKernels:
 
     def backward_input(self, dz, w, dx, x=None, act: int = 0, accumulate: bool = False):
         """dx = dz W (dx += dz W with ``accumulate``); with ``act``, times act'(x) (x = the
-        previous layer's output y; not with ``accumulate``)."""
+        previous layer's output y; not with ``accumulate``); with TN_PACKED, after W is
+        packed into panels (:meth:`pack_panels`)."""
         batch, n_out = dz.shape
         n_in = w.shape[1]  # dX = (dZ^T)^T W
+        params = self._launcher("input", batch, n_in * n_out,
+                                "gemm_tn_gated" if act else "gemm_tn")[1]
+        if params.get("TN_PACKED"):
+            w = self.pack_panels(w, params)
         args = (batch, n_in * n_out, dz, 1, n_out, w, dx, batch, n_in, n_out)
         if act:
             return self._tn("input", "gemm_tn_gated", *args, x.data, np.int32(act))

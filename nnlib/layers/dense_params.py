@@ -16,23 +16,25 @@ PRODUCTS = ("forward", "input", "weight")  # the three products of the blocked d
 # tiles must survive (at 512 the tuner chose tiles that lost at 1024).
 BATCH_CLASSES = ((1, "b1"), (4, "b4"), (None, "b64"))
 # Layers of at least WIDE_WEIGHTS weights (CATCH's flatten heads at the official sizes:
-# 5888 x 5888) are their own class, tuned on (256, 2048 -> 2048): their operands no longer
-# fit the caches, and the tile order that wins at 512 loses there. Layers of at most
-# SMALL_WEIGHTS weights at batches above 4 and below TALL_BATCH (notebook 02's 240 -> 128
-# -> 64 -> 3 at batches of 64) are the class "small", tuned on (64, 128 -> 128): a launch
-# there costs as much as the arithmetic, and a step the tuner buys at 1024 -> 1024 (a
-# transpose before or after a product) may not pay for itself. At TALL_BATCH rows and more
-# (CATCH's layers: 320-1920 rows of 16-288 features) they are the class "tall", tuned on
-# (1920, 32 -> 32), CATCH's token layers: there k may be as short as 32, which gemm_nt's
-# horizontal sums pay for, and a launch more (FWD_TN's transpose of W) costs little beside
-# the product. Each class's problem lies in the class: tuned on 512 rows, "small" took
-# work-groups of 256 for its input gradient on Intel's runtime, which at 64 rows ran
-# 1.6x slower than the lanes design.
+# 5888 x 5888 on 640 rows, a batch of 128 windows of 5 channels) are their own class, tuned
+# on (640, 2048 -> 2048): their operands no longer fit the caches, and the tile order that
+# wins at 512 loses there. The input gradient on W packed into panels lost at 256 rows and
+# won at 640 (by 18-27 % on both PoCLs of an Intel Xeon): its pass over W pays with rows.
+# Layers of at most SMALL_WEIGHTS weights at batches above 4 and below TALL_BATCH
+# (notebook 02's 240 -> 128 -> 64 -> 3 at batches of 64) are the class "small", tuned on
+# (64, 128 -> 128): a launch there costs as much as the arithmetic, and a step the tuner
+# buys at 1024 -> 1024 (a transpose before or after a product) may not pay for itself. At
+# TALL_BATCH rows and more (CATCH's layers: 320-1920 rows of 16-288 features) they are the
+# class "tall", tuned on (1920, 32 -> 32), CATCH's token layers: there k may be as short as
+# 32, which gemm_nt's horizontal sums pay for, and a launch more (FWD_TN's transpose of W)
+# costs little beside the product. Each class's problem lies in the class: tuned on 512
+# rows, "small" took work-groups of 256 for its input gradient on Intel's runtime, which at
+# 64 rows ran 1.6x slower than the lanes design.
 WIDE_WEIGHTS = 2048 * 2048
 SMALL_WEIGHTS = 256 * 256
 TALL_BATCH = 256
 TUNE_SHAPE = {"b1": (1, 512), "b4": (4, 512), "b64": (64, 1024), "small": (64, 128),
-              "tall": (1920, 32), "wide": (256, 2048)}
+              "tall": (1920, 32), "wide": (640, 2048)}
 # Problems a class is also timed on, their times added to its own problem's: "tall" takes
 # CATCH's two kinds of layer, the token layers (1920 rows of 32 features) and the head's
 # and feed-forward layers (320 rows of 192), which carry most of a step's arithmetic and
@@ -176,6 +178,8 @@ def candidates(rt, product: str, shape: str) -> list:
     styles, and (right after the default) on dZ transposed and x packed into panels
     (TN_PACKED), for a wide layer also with the larger batches' tile (4 rows of 4 vectors
     at width 16, where the wide class's default is 6 rows of one); for a wide layer's
+    input gradient, the default on W packed into panels (TN_PACKED: a pass over W each
+    backward, which only a wide layer's product pays back); for a wide layer's
     forward, the default with k-blocks (NT_KB, work-groups spanning rows of x and of W);
     for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
     with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
@@ -217,6 +221,8 @@ def candidates(rt, product: str, shape: str) -> list:
             packed.append(dict(packed[0], TN_R=r, TN_V=v))
         at = out.index(base) + 1
         out[at:at] = packed
+    if product == "input" and shape == "wide":  # W packed each backward: a wide one's pays
+        out.insert(out.index(base) + 1, dict(base, TN_PACKED=1, TN_KB=0))
     if product == "forward" and shape == "wide":
         out += [dict(base, NT_KB=kb, LOCAL_J=NT_LOCAL_J) for kb in NT_K_BLOCKS]
     if product == "forward" and shape in FORWARD_YT_TILES:  # on Y^T: tiles of 2 vectors
@@ -310,9 +316,10 @@ def lanes_params(rt, product: str, shape: str, tile=None) -> dict:
 # it), so only the classes of large batches (these keys) take it, in either design; not
 # "small": tuned on one layer at batch 64, PyPI's PoCL took it by 8 %, and in notebook 02's
 # steps its two transposes a layer (nine launches where three did) cost its epoch 15 %. Nor
-# "wide": on its tuning problem (256, 2048 -> 2048) it came within a few percent of gemm_nt,
-# and Intel's runtime took it; at CATCH's official heads (640 rows, 5888 -> 5888) it then ran
-# at half gemm_nt's speed there and on Debian's PoCL, and the official-size epoch 1.2x slower.
+# "wide": on its earlier tuning problem (256, 2048 -> 2048) it came within a few percent of
+# gemm_nt, and Intel's runtime took it; at CATCH's official heads (640 rows, 5888 -> 5888)
+# it then ran at half gemm_nt's speed there and on Debian's PoCL, and the official-size
+# epoch 1.2x slower.
 FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "tall": ((8, 2), (6, 4))}
 
 
