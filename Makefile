@@ -20,7 +20,7 @@ HOST_TESTS := tests/test_packaging.py tests/test_site.py tests/test_notebooks_sy
 GPU_DESELECT := tests/test_exercises.py::test_exercise_notebooks_run_and_say_not_yet
 # Every kernel against its numpy reference: run again on each other device, where another
 # compiler may miscompile what the default one builds right (PyPI's PoCL and 16-lane floats)
-KERNEL_TESTS := tests/test_batches.py tests/test_dense.py tests/test_complex_conv.py tests/test_conv.py \
+KERNEL_TESTS := tests/test_batches.py tests/test_dense.py tests/test_head.py tests/test_complex_conv.py tests/test_conv.py \
                 tests/test_fft.py tests/test_optim.py tests/test_fused.py tests/test_attention.py \
                 tests/test_softmax.py tests/test_transformer.py
 

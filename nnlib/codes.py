@@ -23,7 +23,8 @@ LOSSES = {"mse": 0, "cross_entropy": 1}  # kernels/loss.cl
 # -log(1e10), added before the scaling (kernels/attention.cl takes it as an argument).
 FINITE_FILL = -math.log(1e10)
 # The kernels' scalar arguments that carry a code, by name, and the table of their codes.
-CODED_ARGUMENTS = {"act": ACTIVATIONS, "cact": COMPLEX_ACTIVATIONS, "loss": LOSSES}
+CODED_ARGUMENTS = {"act": ACTIVATIONS, "below_act": ACTIVATIONS, "cact": COMPLEX_ACTIVATIONS,
+                   "loss": LOSSES}
 
 
 def _code(kind: str, table: dict, name) -> int:

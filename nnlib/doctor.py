@@ -99,7 +99,7 @@ def dense_step_s(rt) -> float:
 
 def train_steps_s(rt, steps: int = 10) -> float:
     """Seconds of ``steps`` training steps of notebook 02's classifier (240-128-64-3, batch
-    64, layer by layer): a dozen small launches each, where the launch costs decide."""
+    64, layer by layer): 9 small launches each, where the launch costs decide."""
     from .layers.dense import Dense
     from .network import Sequential
     from .optim import SGD

@@ -185,10 +185,26 @@ class Sequential:
 
     def _forward_backward(self, x, y, fused: FusedBackward) -> tuple:
         """The launches of a training step that :mod:`nnlib.step_replay` records: forward,
-        the loss's gradient, backward with ``fused``; returns (output, target)."""
-        out = self.forward(x)
+        the loss's gradient, backward with ``fused`` (the last layer's three in one launch
+        where ``fused.head`` takes the batch); returns (output, target)."""
+        head, last = fused.head, self.layers[-1]
+        if head is None:
+            out = self.forward(x)
+        else:
+            for layer in self.layers:
+                layer.release()
+            for layer in self.layers[:-1]:
+                x = layer.forward(x)
+            x = self.runtime.to_device(x, "Dense input", shape=(None, last.n_in))
+            if len(x) and head.takes(len(x)):
+                target = self.targets(y, len(x))
+                out, dx = head.step(x, target, self.loss_function)
+                if dx is not None:
+                    fused.backward(dx, top=len(self.layers) - 2)
+                return out, target
+            out = last.forward(x)
         target = self.targets(y, out.shape[0])
-        top = getattr(self.layers[-1], "activation", "none") if fused.chain else "none"
+        top = getattr(last, "activation", "none") if fused.chain else "none"
         fused.backward(self.loss_function.output_gradient(out, target, top))
         return out, target
 

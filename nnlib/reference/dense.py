@@ -8,8 +8,8 @@ import numpy as np
 from ..activations import activation, softmax
 
 __all__ = ["activate", "activate_grad", "derivative", "softmax", "dense_forward",
-           "dense_backward", "mse", "cross_entropy", "output_gradient", "vector_add",
-           "vector_scale"]
+           "dense_backward", "mse", "cross_entropy", "output_gradient", "head_step",
+           "vector_add", "vector_scale"]
 
 
 def vector_add(a, b):
@@ -73,3 +73,13 @@ def output_gradient(y, t, loss: str, act: str, z=None):
     if loss == "cross_entropy":
         return (y - t) / y.shape[0]
     return 2 * (y - t) / y.size * derivative(act, y, z)
+
+
+def head_step(x, w, b, t, loss: str, act: str, below: str = "none"):
+    """The output layer's step that kernels/head.cl runs in one launch: (y, dz, dx, dw, db)
+    with y = dense_forward(x, w, b, act), dz = output_gradient(y, t, loss, act), dx = dz w
+    times below's derivative at x (the layer below's output: its dL/dz; ``"none"``: dL/dx),
+    and the weight and bias gradients dz^T x and the sum of dz."""
+    y = dense_forward(x, w, b, act)
+    dz = output_gradient(y, t, loss, act)
+    return y, dz, (dz @ w) * derivative(below, x), dz.T @ x, dz.sum(axis=0)
