@@ -766,8 +766,8 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # tiles on Intel's runtime. On 2026-11-28 PyPI's PoCL measured 0.84x there, and 1.05x in a
 # plain run: on that CPU, OpenBLAS's AVX2 code ran these products faster than its AVX-512
 # code, so the AVX2 baseline is the harder one. On 2 cores of an Intel Xeon with AVX-512 and
-# AMX (2026-12-02) it was the other way round: numpy ran the layer at 167-186 GFLOP/s with
-# its AVX-512 code and 140-147 with its AVX2 code, and Intel's runtime measured 1.04-1.12x
+# AMX (2026-12-02) it was the other way round: numpy ran the layer at 167-206 GFLOP/s with
+# its AVX-512 code and 140-166 with its AVX2 code, and Intel's runtime measured 1.04-1.12x
 # numpy in plain runs and 0.83-0.88x under the emulation (both stored files are drawn above).
 
 # %% [markdown]
