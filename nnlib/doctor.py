@@ -6,8 +6,9 @@ Each device is measured in a process of its own, as a reader's process uses one 
 runtime's threads, still spinning after its turn, would slow the next device), in
 :data:`ROUNDS` turns, of which its fastest counts. Where the reader has not set
 ``POCL_AFFINITY``, PoCL's devices are also measured with their worker threads pinned
-(``POCL_AFFINITY=1``), and whether the fastest wants the pin is stored with it
-(:mod:`nnlib.environment` then sets the variable in later processes).
+(``POCL_AFFINITY=1``), and whether PoCL's fastest run was pinned is stored with the choice,
+whichever device won (:mod:`nnlib.environment` then sets the variable in later processes,
+for a PoCL device picked by ``PYOPENCL_CTX`` as for the default).
 
 ``python -m nnlib.doctor --others`` prints, one per line, the ``PYOPENCL_CTX`` of every other
 real device that compiles kernels (``make test`` runs the notebooks on each of them too).
@@ -189,8 +190,8 @@ def measure_apart(spec: str, pin: str | None) -> dict | None:
 def prefer_fastest_cpu() -> None:
     """Measure every CPU device that compiles, each in a process of its own (ROUNDS turns
     each, the fastest counts), and PoCL's also pinned where the reader left POCL_AFFINITY
-    unset and PoCL can pin; store the fastest as the default device, with whether it wants
-    the pin. A device whose child fails is left out."""
+    unset and PoCL can pin; store the fastest as the default device, with whether PoCL's
+    fastest run was pinned. A device whose child fails is left out."""
     cpus = cpu_devices()
     choose_pin = not environment.reader_set_pin() and environment.can_pin()
     runs = [(spec, d, "0" if choose_pin else None) for spec, d in cpus]
@@ -224,6 +225,9 @@ def prefer_fastest_cpu() -> None:
             print(f"    {seconds * 1e3:8.2f} ms on {name}")
     best_name = min(score, key=score.get)
     best, pin, _ = measured[best_name]
+    pocl = [name for name, (d, _, _) in measured.items() if is_pocl(d)]
+    if pocl:  # PoCL reads the variable whichever device a process picks: its fastest run's
+        pin = measured[min(pocl, key=score.get)][1]
     tuning.set_preferred_device(best.platform.version.strip(), best.name.strip(),
                                 {work: {k: round(v * 1e3, 3) for k, v in times.items()}
                                  for work, times in figures.items()},

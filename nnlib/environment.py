@@ -95,9 +95,10 @@ _pin_applied = False  # POCL_AFFINITY=1 set by _apply_stored_pin, not by the rea
 
 
 def _apply_stored_pin() -> None:
-    """POCL_AFFINITY=1 where the variable is unset, ``nnlib.doctor`` stored that PoCL ran
-    faster pinned (``pocl_affinity`` with the preferred device) and PoCL can pin here; before
-    PoCL starts, which is when it reads the variable."""
+    """POCL_AFFINITY=1 where the variable is unset, ``nnlib.doctor`` stored that PoCL's
+    fastest run was pinned (``pocl_affinity`` with the preferred device, whichever runtime
+    that is) and PoCL can pin here; before PoCL starts, which is when it reads the
+    variable."""
     global _pin_applied
     if "POCL_AFFINITY" not in os.environ and can_pin() and \
             (tuning.preferred_device() or {}).get("pocl_affinity") == "1":

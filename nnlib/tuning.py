@@ -255,7 +255,7 @@ def preferred_device() -> dict | None:
 def set_preferred_device(platform_version: str, device: str, figures: dict,
                          pocl_affinity: str | None = None) -> None:
     """Store the device the runtime should pick by default (``figures``: what decided), and
-    with ``pocl_affinity`` ("1" or "0") whether it ran fastest with PoCL's threads pinned
+    with ``pocl_affinity`` ("1" or "0") whether PoCL's fastest run had its threads pinned
     (nnlib.environment sets POCL_AFFINITY=1 from it where the variable is unset)."""
     def change(data):
         data.clear()
