@@ -763,12 +763,14 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # on a Zen 4 already), numpy's OpenBLAS and PyTorch each told to run its AVX2 code. Run so on
 # 2 cores of an AMD EPYC (Zen 4) on 2026-11-27, the dense layer above (1024 -> 1024, batch
 # 64, forward and backward) went from 0.43x numpy with the lanes design to 0.85x with these
-# tiles on Intel's runtime. On 2026-11-28 PyPI's PoCL measured 0.84x there, and 1.05x in a
-# plain run: on that CPU, OpenBLAS's AVX2 code ran these products faster than its AVX-512
-# code, so the AVX2 baseline is the harder one. On 2 cores of an Intel Xeon with AVX-512 and
-# AMX (2026-12-02) it was the other way round: numpy ran the layer at 167-206 GFLOP/s with
-# its AVX-512 code and 140-166 with its AVX2 code, and Intel's runtime measured 1.04-1.12x
-# numpy in plain runs and 0.83-0.88x under the emulation (both stored files are drawn above).
+# tiles on Intel's runtime. On 2026-12-02, after more tuning candidates (the weight matrix copied
+# into contiguous strips of columns before a product, for one), Intel's runtime and PyPI's PoCL both
+# measured 0.95x there, and 1.13-1.28x and 1.04x in plain runs: on that CPU, OpenBLAS's AVX2 code
+# ran the layer faster than its AVX-512 code (147-175 against 138-157 GFLOP/s), so the AVX2 baseline
+# is the harder one. On 2 cores of an Intel Xeon with AVX-512 and AMX (2026-12-02) it was the other
+# way round: numpy ran the layer at 167-206 GFLOP/s with its AVX-512 code and 140-166 with its AVX2
+# code, and Intel's runtime measured 1.04-1.12x numpy in plain runs and 0.83-0.88x under the
+# emulation (both stored files are drawn above).
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion
