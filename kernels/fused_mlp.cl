@@ -58,6 +58,7 @@ typedef struct {
 #include "floatv.h"
 #include "activation_vector.h"
 #include "larger.h"
+#include "loss_term.h"
 #define RB 4  // forward tile: weight rows (sum_lanes4 and activate4 take four) ...
 #define SB 3  // ... times samples (RB * SB vector accumulators)
 #define BT 8  // input gradient tile: samples (x one vector of columns)
@@ -321,14 +322,9 @@ inline void output_delta(local float *y, global const float *t, local float *del
     float l = 0.0f;
     for (int c = 0; c < n; ++c) {
         float d = y[c] - t[c];
-        if (loss == LOSS_MSE) {
-            l += d * d;
-            delta[c] = 2.0f * d * inv_count * activate_grad(y[c], act);
-        } else {
-            if (t[c] != 0.0f)
-                l -= t[c] * log(larger(1e-12f, y[c]));
-            delta[c] = d * inv_count;
-        }
+        l += loss_term(y[c], t[c], loss);
+        delta[c] = loss == LOSS_MSE ? 2.0f * d * inv_count * activate_grad(y[c], act)
+                                    : d * inv_count;
     }
     *loss_out = l;
 }

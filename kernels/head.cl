@@ -1,8 +1,8 @@
 // The output layer's training step in one launch (nnlib/step_fusion.py, OutputHead): for a
-// layer of few outputs (a classifier's head), its forward, the loss's gradient and its
-// backward. Layer by layer they take four launches (gemm_nt, output_gradient,
-// gemm_tn_rowsum, gemm_tn_gated), each a few microseconds of arithmetic, and on a CPU each
-// launch costs about as much again.
+// layer of few outputs (a classifier's head), its forward, the loss (each sample's) and its
+// gradient, and its backward. Layer by layer they take five launches (gemm_nt, loss_rows,
+// output_gradient, gemm_tn_rowsum, gemm_tn_gated), each a few microseconds of arithmetic,
+// and on a CPU each launch costs about as much again.
 // requires: activation.cl
 // N_OUT (-D, set by nnlib/step_fusion.py; 1 unless set): the layer's outputs, built into the
 // program, so that the loops over them unroll and a row's values stay in registers. The codes
@@ -16,6 +16,7 @@
 #define VW 1
 #endif
 #include "larger.h"
+#include "loss_term.h"
 #define VLOAD 0
 #include "floatv.h"
 #include "activation_vector.h"
@@ -37,7 +38,8 @@ inline float dot_row(global const float *x, global const float *w, int n_in)
 // One work-group does the whole step, in two phases a barrier apart:
 //   1. a work-item per row r of x (rows, n_in): z = x[r] W^T + b, y[r] = act(z) (softmax
 //      over the row), dz[r] = dL/dz as output_gradient computes it (loss and inv_count as
-//      there), into dz (rows, n_out);
+//      there), into dz (rows, n_out), and the row's summed loss at losses[loss_offset + r]
+//      as loss_rows stores it;
 //   2. a work-item per column k of x, down all rows: dx[r, k] = (dz[r] . W[:, k]) *
 //      act'(x[r, k]), the layer below's dL/dz (want_dx 0: none, the first layer), and
 //      dW[:, k] = the sum over r of dz[r] x[r, k]; a work-item per output o: db[o] = the
@@ -45,8 +47,9 @@ inline float dot_row(global const float *x, global const float *w, int n_in)
 kernel void head_step(global const float *x, global const float *w, global const float *b,
                       global const float *t, global float *y, global float *dz,
                       global float *dx, global float *dw, global float *db,
-                      int rows, int n_in, float inv_count, int loss, int act,
-                      int below_act, int want_dx, int accumulate)
+                      global float *losses, int loss_offset, int rows, int n_in,
+                      float inv_count, int loss, int act, int below_act, int want_dx,
+                      int accumulate)
 {
     int lid = get_local_id(0), size = get_local_size(0);
     for (int r = lid; r < rows; r += size) {
@@ -66,12 +69,15 @@ kernel void head_step(global const float *x, global const float *w, global const
                 z[o] /= sum;
         }
         size_t row = (size_t)r * N_OUT;
+        float row_loss = 0.0f;
         for (int o = 0; o < N_OUT; ++o) {
             float d = z[o] - t[row + o];
             y[row + o] = z[o];
             dz[row + o] = loss == LOSS_MSE ? 2.0f * d * inv_count * activate_grad(z[o], act)
                                            : d * inv_count;
+            row_loss += loss_term(z[o], t[row + o], loss);
         }
+        losses[loss_offset + r] = row_loss;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (int k = lid * VW; k < n_in; k += size * VW) {

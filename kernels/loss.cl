@@ -2,6 +2,7 @@
 // requires: activation.cl
 // The codes LOSS_MSE and LOSS_CROSS_ENTROPY come from nnlib/codes.py as -D build options.
 #include "larger.h"
+#include "loss_term.h"
 
 // One work-item per output element: dz = dL/dz of the output layer's pre-activation.
 // MSE, mean over every element:  dz = 2 (y - t) / count * act'(y).
@@ -31,13 +32,7 @@ kernel void loss_rows(global const float *y, global const float *t, global float
         return;
     size_t o = (size_t)r * cols;
     float s = 0.0f;
-    for (int c = 0; c < cols; ++c) {
-        if (loss == LOSS_MSE) {
-            float d = y[o + c] - t[o + c];
-            s += d * d;
-        } else if (t[o + c] != 0.0f) {
-            s -= t[o + c] * log(larger(1e-12f, y[o + c]));
-        }
-    }
+    for (int c = 0; c < cols; ++c)
+        s += loss_term(y[o + c], t[o + c], loss);
     out[out_offset + r] = s;
 }

@@ -1,5 +1,5 @@
 """Which path ``Sequential.fit`` trains on: the fused kernel (:mod:`nnlib.fused`, one launch
-per run of steps) or layer by layer (``Sequential.train_step``, 9 launches a step of
+per run of steps) or layer by layer (``Sequential.train_step``, 8 launches a step of
 notebook 02's network).
 
 ``fit(fused=None)``, the default, takes the fused kernel when the network qualifies and it is

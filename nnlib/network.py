@@ -172,21 +172,25 @@ class Sequential:
         fused = self._backward_plan[1]
         fused.zero_grad()
         if self.replay_steps:
-            out, target = self._replay.step(x, y, fused,
-                                            lambda: self._forward_backward(x, y, fused))
+            out, target, rows = self._replay.step(
+                x, y, fused, loss_buf, offset,
+                lambda: self._forward_backward(x, y, fused, loss_buf, offset))
         else:
-            out, target = self._forward_backward(x, y, fused)
-        rows = self.loss_function.rows(out, target, loss_buf, offset)
+            out, target, rows = self._forward_backward(x, y, fused, loss_buf, offset)
+        if rows is None:  # no head: the losses take a launch of their own
+            rows = self.loss_function.rows(out, target, loss_buf, offset)
         optimizer.step()
         divisor = self.loss_function.divisor(out)
         if loss_buf is None:
             return DeviceLoss(rows, divisor)
         return DeviceLoss(rows, divisor, offset, out.shape[0])
 
-    def _forward_backward(self, x, y, fused: FusedBackward) -> tuple:
+    def _forward_backward(self, x, y, fused: FusedBackward, loss_buf, offset: int) -> tuple:
         """The launches of a training step that :mod:`nnlib.step_replay` records: forward,
-        the loss's gradient, backward with ``fused`` (the last layer's three in one launch
-        where ``fused.head`` takes the batch); returns (output, target)."""
+        the loss's gradient, backward with ``fused``; where ``fused.head`` takes the batch,
+        the last layer's three and each sample's loss (into ``loss_buf[offset:]``, a new
+        array if None) in one launch. Returns (output, target, the losses' array or None
+        where they are not stored yet)."""
         head, last = fused.head, self.layers[-1]
         if head is None:
             out = self.forward(x)
@@ -198,15 +202,16 @@ class Sequential:
             x = self.runtime.to_device(x, "Dense input", shape=(None, last.n_in))
             if len(x) and head.takes(len(x)):
                 target = self.targets(y, len(x))
-                out, dx = head.step(x, target, self.loss_function)
+                rows = self.runtime.empty((len(x),)) if loss_buf is None else loss_buf
+                out, dx = head.step(x, target, self.loss_function, rows, offset)
                 if dx is not None:
                     fused.backward(dx, top=len(self.layers) - 2)
-                return out, target
+                return out, target, rows
             out = last.forward(x)
         target = self.targets(y, out.shape[0])
         top = getattr(last, "activation", "none") if fused.chain else "none"
         fused.backward(self.loss_function.output_gradient(out, target, top))
-        return out, target
+        return out, target, None
 
     def _check_optimizer(self, optimizer) -> None:
         params = getattr(optimizer, "params", None)

@@ -124,15 +124,29 @@ class OutputHead:
             return None
         return cls(fused)
 
+    @property
+    def kernel(self):
+        """The head_step kernel object its launches use (a recorded step's, to find it)."""
+        return self._launch.kernel
+
+    @property
+    def loss_args(self) -> tuple:
+        """Positions of head_step's per-sample loss buffer and offset among its arguments:
+        the two a replayed step (nnlib/step_replay.py) sets anew each time."""
+        names = [a.name for a in self._launch.signature.args]
+        return names.index("losses"), names.index("loss_offset")
+
     def takes(self, rows: int) -> bool:
         """Whether a batch of ``rows`` is small enough for the head's one work-group."""
         return rows * self.layer.n_in * self.layer.n_out <= HEAD_MAX_WORK
 
-    def step(self, x, target, loss) -> tuple:
+    def step(self, x, target, loss, rows_buf, offset: int = 0) -> tuple:
         """Enqueue the head's step on ``x`` (the last layer's input, a device array) against
-        ``target`` with ``loss`` (a :class:`~nnlib.loss.Loss`); returns (y, dx), the
-        output and the layer below's dL/dz (dL/dx where its activation is not in the chain;
-        None for a network of one layer). The layer keeps (x, y, y) as its forward would."""
+        ``target`` with ``loss`` (a :class:`~nnlib.loss.Loss`), each sample's loss stored
+        into ``rows_buf[offset:]`` as :meth:`~nnlib.loss.Loss.rows` stores it; returns
+        (y, dx), the output and the layer below's dL/dz (dL/dx where its activation is not
+        in the chain; None for a network of one layer). The layer keeps (x, y, y) as its
+        forward would."""
         layer = self.layer
         rows = x.shape[0]
         rt = layer.runtime
@@ -141,7 +155,8 @@ class OutputHead:
         self._launch(self._local, self._local, x.data, layer.weight.value.data,
                      layer.bias.value.data, target.data, y.data, dz.data,
                      (dx if dx is not None else dz).data, layer.weight.grad.data,
-                     layer.bias.grad.data, np.int32(rows), np.int32(layer.n_in),
+                     layer.bias.grad.data, rows_buf.data, np.int32(offset),
+                     np.int32(rows), np.int32(layer.n_in),
                      np.float32(1.0 / loss.divisor(y)),
                      np.int32(loss.code), np.int32(layer.act), np.int32(ACTIVATIONS[self.below]),
                      np.int32(self.want_dx), np.int32(self.accumulate))

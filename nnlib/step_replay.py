@@ -63,23 +63,25 @@ class StepReplay:
         self.refused: set = set()  # keys whose recording was spoiled
         self.replays = 0  # steps replayed so far
 
-    def step(self, x, y, backward, work) -> tuple:
-        """(output, target) of a training step of ``x`` and ``y`` (as given to train_step)
-        with ``backward`` (its FusedBackward): the recorded launches enqueued again, else
-        ``work()`` (which enqueues them and returns the pair), recorded the second time its
-        key is seen."""
+    def step(self, x, y, backward, loss_buf, offset: int, work) -> tuple:
+        """(output, target, losses) of a training step of ``x`` and ``y`` (as given to
+        train_step) with ``backward`` (its FusedBackward): the recorded launches enqueued
+        again, else ``work()`` (which enqueues them and returns the three), recorded the
+        second time its key is seen. ``losses`` is the array the step's output head stored
+        each sample's loss into (``loss_buf`` from ``offset``, a new one if None), None
+        without a head."""
         key = self.key(x, y, backward)
         if key in self.recordings:
-            return self._replay(key)
+            return self._replay(key, loss_buf, offset)
         if not self._record_now(key):
             return work()
         recording = self.net.runtime.recordings[threading.get_ident()] = Recording()
         try:
-            out, target = work()
+            out, target, losses = work()
         finally:
             self.net.runtime.recordings.pop(threading.get_ident(), None)
-        self._keep(key, recording, (x, y, backward), out, target)
-        return out, target
+        self._keep(key, recording, (x, y, backward), out, target, losses is not None)
+        return out, target, losses
 
     def key(self, x, y, backward) -> tuple | None:
         """What the step's launches depend on, or None where it is not replayed."""
@@ -94,10 +96,19 @@ class StepReplay:
                 tuple(map(id, layers)), rt.kernel_folder, rt.kernel_topics,
                 tuple((id(p.value), id(p.grad)) for p in net.parameters()))
 
-    def _replay(self, key) -> tuple:
-        launches, out, target, saved, _ = self.recordings[key]
+    def _replay(self, key, loss_buf, offset: int) -> tuple:
+        launches, out, target, saved, _, head = self.recordings[key]
         check_not_forked()
         rt = self.net.runtime
+        losses = None
+        if head is not None:  # the head's launch, given this step's loss array and offset
+            at, (buf_arg, offset_arg) = head
+            losses = rt.empty((out.shape[0],)) if loss_buf is None else loss_buf
+            kernel, global_size, local_size, args = launches[at]
+            args = list(args)
+            args[buf_arg], args[offset_arg] = losses.data, np.int32(offset)
+            launches = [*launches[:at], (kernel, global_size, local_size, args),
+                        *launches[at + 1:]]
         queue = rt.queue
         with rt.lock:
             for kernel, global_size, local_size, args in launches:
@@ -106,7 +117,7 @@ class StepReplay:
         for layer, kept in zip(self.net.layers, saved):
             layer._saved = kept  # as the forward pass leaves them, for a later backward
         self.replays += 1
-        return out, target
+        return out, target, losses
 
     def _record_now(self, key) -> bool:
         """Whether the step of ``key`` about to run is recorded: the second time the key is
@@ -120,12 +131,22 @@ class StepReplay:
             self.seen.popitem(last=False)
         return False
 
-    def _keep(self, key, recording: Recording, objects: tuple, out, target) -> None:
+    def _keep(self, key, recording: Recording, objects: tuple, out, target,
+              headed: bool) -> None:
         """Keep ``recording`` as the step of ``key`` (unless spoiled), with the arrays the
         step left (its output and target, what each layer kept for its backward) and
         ``objects`` (x, y, backward) and the parameters' arrays, whose ids the key holds:
-        kept alive, so that no other object takes their ids."""
+        kept alive, so that no other object takes their ids. ``headed``: the step's output
+        head stored the losses, in the one launch of its kernel, whose loss arguments each
+        replay sets anew."""
         self.seen.pop(key, None)
+        head = None
+        if headed:
+            backward = objects[2]
+            at = [i for i, launch in enumerate(recording.launches)
+                  if launch[0] is backward.head.kernel]
+            recording.spoiled |= len(at) != 1
+            head = (at[0], backward.head.loss_args) if len(at) == 1 else None
         if recording.spoiled or not recording.launches:
             if len(self.refused) >= MAX_SEEN:
                 self.refused.clear()
@@ -134,7 +155,7 @@ class StepReplay:
         net = self.net
         saved = [layer._saved for layer in net.layers]
         anchors = (objects, [(p.value, p.grad) for p in net.parameters()])
-        self.recordings[key] = (recording.launches, out, target, saved, anchors)
+        self.recordings[key] = (recording.launches, out, target, saved, anchors, head)
         while len(self.recordings) > MAX_RECORDINGS:
             self.recordings.popitem(last=False)
 

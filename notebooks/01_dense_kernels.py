@@ -120,7 +120,7 @@ print(f"max |error| of the last layer: {np.abs(y - want).max():.1e}")
 # output element (`kernels/loss.cl`):
 
 # %%
-print(nnlib.source("loss", folder="../kernels"))
+print(nnlib.source("loss", "output_gradient", folder="../kernels"))
 
 # %% [markdown]
 # The **hidden gradient** passes the gradient to the layer below:

@@ -305,12 +305,12 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   check and update are one launch each for all six tensors, and the check also carries the
 #   last step's skip flag into the count (steps take two flags in turns), so no launch resets
 #   it. A classifier's last layer of a few outputs (3 here) is an **output head**
-#   (`kernels/head.cl`, `nnlib.step_fusion.OutputHead`): its forward, the loss's gradient and
-#   its two gradient products, four launches of a few microseconds of arithmetic each, run
-#   as one launch of one work-group, with a barrier between the rows' outputs and the
-#   column sums that need all of them. One work-group uses one core of a CPU, so it is taken
-#   only while a batch's head is small (`HEAD_MAX_WORK` multiply-adds a product). A batch-1
-#   step is 9 launches;
+#   (`kernels/head.cl`, `nnlib.step_fusion.OutputHead`): its forward, each sample's loss, the
+#   loss's gradient and its two gradient products, five launches of a few microseconds of
+#   arithmetic each, run as one launch of one work-group, with a barrier between the rows'
+#   outputs and the column sums that need all of them. One work-group uses one core of a
+#   CPU, so it is taken only while a batch's head is small (`HEAD_MAX_WORK` multiply-adds a
+#   product). A batch-1 step is 8 launches;
 # * replay what does not change: within a fit, every step of one batch size launches the
 #   same kernels with the same arguments (the gather kernel refills the same batch arrays,
 #   activations and gradients keep their buffers), so `train_step` records the launches of
@@ -775,7 +775,7 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion
 #
-# At batch 1 the layer-by-layer step above is 9 launches, and each one costs more than
+# At batch 1 the layer-by-layer step above is 8 launches, and each one costs more than
 # the arithmetic it starts: every launch wakes the device's threads, and on PoCL each of
 # them waits for the last. The source article trains exactly like that, one sample at a
 # time. **Kernel fusion** puts the whole step into one kernel: `kernels/fused_mlp.cl` runs
@@ -847,7 +847,7 @@ assert worst < 1e-4 and pair[0][1].steps == pair[1][1].steps == len(x_f)
 # splits each step of a batch over the compute units (`fused.groups(batch)` work-groups, each
 # with a slice of at least two samples): every work-group runs forward and
 # backward for its slice and leaves that slice's gradient, and a second launch sums the
-# gradients and updates the weights. Two launches a step instead of 10 (9 and the gather of
+# gradients and updates the weights. Two launches a step instead of 9 (8 and the gather of
 # the batch). Inside a GPU's work-group the kernel also reads its weights differently:
 # neighbouring work-items must load neighbouring addresses together, so there a team of
 # work-items shares each forward dot product, reading a row of weights side by side

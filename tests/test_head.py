@@ -57,11 +57,16 @@ def test_head_step_matches_reference(rt, rng, kind):
         net, head = head_of(rt, n_in, n_out, loss, act, below)
         x, t = data(rng, rows, n_in, n_out, loss, below)
         layer = net.layers[-1]
-        y, dx = head.step(rt.to_device(x), rt.to_device(t), net.loss_function)
+        losses = rt.to_device(np.full(rows + 3, -1.0, np.float32))
+        y, dx = head.step(rt.to_device(x), rt.to_device(t), net.loss_function, losses, 2)
         want = ref.head_step(x, layer.weight.numpy(), layer.bias.numpy(), t, loss, act, below)
         for got, w in zip((y, dx, layer.weight.grad, layer.bias.grad), want[:1] + want[2:]):
             np.testing.assert_allclose(got.get(), w, rtol=2e-4, atol=2e-6,
                                        err_msg=f"{rows} x {n_in} -> {n_out}")
+        stored = losses.get()  # each sample's loss from the offset on, nothing around it
+        np.testing.assert_allclose(stored[2:-1], ref.loss_rows(want[0], t, loss), rtol=2e-4,
+                                   atol=2e-6, err_msg=f"losses, {rows} x {n_in} -> {n_out}")
+        assert stored[:2].tolist() == [-1, -1] and stored[-1] == -1
         assert layer.saved()[1] is y  # as the layer's forward leaves it
 
 
@@ -74,7 +79,7 @@ def test_head_adds_to_gradients_it_does_not_own_and_skips_dx_of_a_first_layer(rt
     layer.weight.grad.set(np.ones((4, 9), np.float32))
     layer.bias.grad.set(np.ones(4, np.float32))
     x, t = data(rng, 6, 9, 4, "mse", "tanh")
-    head.step(rt.to_device(x), rt.to_device(t), net.loss_function)
+    head.step(rt.to_device(x), rt.to_device(t), net.loss_function, rt.empty((6,)))
     _, _, _, dw, db = ref.head_step(x, layer.weight.numpy(), layer.bias.numpy(), t, "mse",
                                     "tanh", "tanh")
     np.testing.assert_allclose(layer.weight.grad.get(), dw + 1, rtol=1e-5, atol=1e-6)
@@ -82,7 +87,7 @@ def test_head_adds_to_gradients_it_does_not_own_and_skips_dx_of_a_first_layer(rt
     single, head = head_of(rt, 5, 3, "cross_entropy", "softmax", "tanh", layers=1)
     assert not head.want_dx
     _, dx = head.step(rt.to_device(x[:, :5]), rt.to_device(np.eye(3, dtype=np.float32)[
-        [0, 1, 2, 0, 1, 2]]), single.loss_function)
+        [0, 1, 2, 0, 1, 2]]), single.loss_function, rt.empty((6,)))
     assert dx is None
 
 
@@ -95,7 +100,7 @@ def test_head_gradients_match_finite_differences(rt, kind):
     net, head = head_of(rt, 6, 3, loss, act, "none")
     x, t = data(rng, 4, 6, 3, loss, "none")
     layer = net.layers[-1]
-    _, dx = head.step(rt.to_device(x), rt.to_device(t), net.loss_function)
+    _, dx = head.step(rt.to_device(x), rt.to_device(t), net.loss_function, rt.empty((4,)))
     w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
     x64, t64 = x.astype(np.float64), t.astype(np.float64)
     value = ref.cross_entropy if loss == "cross_entropy" else ref.mse
@@ -126,12 +131,13 @@ def test_train_step_takes_the_head_where_it_qualifies(rt, rng):
     x = rng.standard_normal((5, 8)).astype(np.float32)
     y = np.eye(3, dtype=np.float32)[[0, 1, 2, 1, 0]]
     names = launched(net, x, y, opt)
-    assert names.count("head_step") == 1 and "output_gradient" not in names
+    assert names.count("head_step") == 1
+    assert "output_gradient" not in names and "loss_rows" not in names
     assert names.count("gemm_nt") == 1  # the first layer's forward only
     rows = step_fusion.HEAD_MAX_WORK // (16 * 3) + 1
     big = launched(net, rng.standard_normal((rows, 8)).astype(np.float32),
                    np.eye(3, dtype=np.float32)[np.arange(rows) % 3], opt)
-    assert "head_step" not in big and "output_gradient" in big
+    assert "head_step" not in big and {"output_gradient", "loss_rows"} <= set(big)
     wide = net_of(HEAD_MAX_OUT + 1)
     assert "head_step" not in launched(wide, x, np.eye(HEAD_MAX_OUT + 1, dtype=np.float32)[
         [0, 1, 2, 1, 0]], nnlib.optim.SGD(wide.parameters(), lr=0.1))

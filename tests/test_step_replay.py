@@ -74,6 +74,29 @@ def test_replayed_steps_train_exactly_as_steps_worked_out_again(rt, rng, batch):
     assert replayed._replay.replays == steps - 2 * sizes  # seen, recorded, then replayed
 
 
+def test_a_replayed_step_stores_its_losses_where_it_is_told(rt, rng):
+    """The output head stores each sample's loss; a replay sets its loss array and offset
+    anew: a step given no array returns its own (a new one each step), and a step given
+    one fills only its rows."""
+    x, labels = data(rt, rng, 16)
+    plain, replayed = net(rt), net(rt)
+    plain.replay_steps = False
+    values = []
+    for model in (plain, replayed):
+        opt = nnlib.optim.SGD(model.parameters(), lr=0.05)
+        xb, yb = rt.to_device(x), model.targets(labels, 16)
+        own = [model.train_step(xb, yb, opt) for _ in range(4)]
+        rows = rt.to_device(np.full(40, -1.0, np.float32))
+        for offset in (0, 20, 4):
+            model.train_step(xb, yb, opt, rows, offset)
+        values.append(([float(v) for v in own], rows.get()))
+        assert model._backward_plan[1].head is not None
+    assert replayed._replay.replays == 7 - 2
+    assert values[0][0] == values[1][0] and len(set(values[1][0])) == 4
+    np.testing.assert_array_equal(values[0][1], values[1][1])
+    assert (values[1][1][36:] == -1).all() and (values[1][1][:36] != -1).all()
+
+
 def test_a_forward_pass_between_steps_changes_nothing(rt, rng):
     """A validation pass between steps (new arrays through the same layers) neither changes
     the replayed steps nor leaves the layers holding its arrays after the next step: a

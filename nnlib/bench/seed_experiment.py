@@ -1,6 +1,6 @@
 """The article's experiment: time per epoch of the EURUSD fractal classifier, nnlib on each
 OpenCL device vs single-threaded numpy, one sample at a time (as the article) and in
-mini-batches, for both nnlib paths: layer by layer (``Sequential.fit``, 9 launches per
+mini-batches, for both nnlib paths: layer by layer (``Sequential.fit``, 8 launches per
 step) and fused (``nnlib.fused.FusedMLP``, one launch per run of steps).
 
     .venv/bin/python -m nnlib.bench.seed_experiment [--samples 2000] [--batch 64] [--epochs 3]

@@ -8,8 +8,8 @@ import numpy as np
 from ..activations import activation, softmax
 
 __all__ = ["activate", "activate_grad", "derivative", "softmax", "dense_forward",
-           "dense_backward", "mse", "cross_entropy", "output_gradient", "head_step",
-           "vector_add", "vector_scale"]
+           "dense_backward", "mse", "cross_entropy", "loss_rows", "output_gradient",
+           "head_step", "vector_add", "vector_scale"]
 
 
 def vector_add(a, b):
@@ -65,6 +65,15 @@ def mse(y, t):
 def cross_entropy(p, t):
     """Mean over the batch of -sum t log p, for probabilities p and one-hot (or soft) t."""
     return -np.sum(t * np.log(np.maximum(p, 1e-12))) / p.shape[0]
+
+
+def loss_rows(y, t, loss: str):
+    """Each sample's summed loss (a row of y against t), as kernels/loss.cl's loss_rows
+    stores it: the mean losses above are their sum over the batch divided by the rows
+    (cross-entropy) or by every element (MSE)."""
+    if loss == "cross_entropy":
+        return -np.sum(t * np.log(np.maximum(y, 1e-12)), axis=1)
+    return np.sum((y - t) ** 2, axis=1)
 
 
 def output_gradient(y, t, loss: str, act: str, z=None):
