@@ -57,7 +57,8 @@ class StepReplay:
 
     def __init__(self, net):
         self.net = net
-        # key -> (launches, output, target, the layers' kept arrays, the key's objects)
+        # key -> (launches, output, target, the layers' kept arrays, the key's objects,
+        # the head's launch index and loss arguments or None)
         self.recordings: OrderedDict = OrderedDict()
         self.seen: OrderedDict = OrderedDict()  # key -> True once its step has run
         self.refused: set = set()  # keys whose recording was spoiled
@@ -101,16 +102,14 @@ class StepReplay:
         check_not_forked()
         rt = self.net.runtime
         losses = None
-        if head is not None:  # the head's launch, given this step's loss array and offset
-            at, (buf_arg, offset_arg) = head
+        if head is not None:
             losses = rt.empty((out.shape[0],)) if loss_buf is None else loss_buf
-            kernel, global_size, local_size, args = launches[at]
-            args = list(args)
-            args[buf_arg], args[offset_arg] = losses.data, np.int32(offset)
-            launches = [*launches[:at], (kernel, global_size, local_size, args),
-                        *launches[at + 1:]]
         queue = rt.queue
         with rt.lock:
+            if head is not None:  # the head's launch, given this step's loss array and offset
+                at, (buf_arg, offset_arg) = head
+                args = launches[at][3]  # a list, which _keep made it
+                args[buf_arg], args[offset_arg] = losses.data, np.int32(offset)
             for kernel, global_size, local_size, args in launches:
                 kernel.set_args(*args)
                 cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
@@ -146,7 +145,10 @@ class StepReplay:
             at = [i for i, launch in enumerate(recording.launches)
                   if launch[0] is backward.head.kernel]
             recording.spoiled |= len(at) != 1
-            head = (at[0], backward.head.loss_args) if len(at) == 1 else None
+            if len(at) == 1:
+                kernel, global_size, local_size, args = recording.launches[at[0]]
+                recording.launches[at[0]] = (kernel, global_size, local_size, list(args))
+                head = (at[0], backward.head.loss_args)
         if recording.spoiled or not recording.launches:
             if len(self.refused) >= MAX_SEEN:
                 self.refused.clear()
