@@ -128,9 +128,9 @@ for unit in (1, 1j):  # perturb Re x_i, then Im x_i
 numeric = numeric[0] + 1j * numeric[1]
 ours = ref.conv1d_layer_backward(x, w, bias, r, 1, "tanh")[0][i]
 article = ref.conv1d_layer_backward(x, w, bias, r, 1, "tanh", conjugate=False)[0][i]
-print(f"finite difference     {numeric:.6f}")
-print(f"with conjugates       {ours:.6f}   matches: {abs(ours - numeric) < 1e-6}")
-print(f"article (no conjugates) {article:.6f}  matches: {abs(article - numeric) < 1e-6}")
+print(f"finite difference     {numeric:.3f}")
+print(f"with conjugates       {ours:.3f}   matches: {abs(ours - numeric) < 1e-6}")
+print(f"article (no conjugates) {article:.3f}  matches: {abs(article - numeric) < 1e-6}")
 
 # %% [markdown]
 # ### The Hermitian dot product is a real dot product
@@ -150,9 +150,9 @@ print(f"article (no conjugates) {article:.6f}  matches: {abs(article - numeric) 
 q = rng.standard_normal(8) + 1j * rng.standard_normal(8)
 k = rng.standard_normal(8) + 1j * rng.standard_normal(8)
 stacked = np.concatenate([q.real, q.imag]) @ np.concatenate([k.real, k.imag])
-print(f"Re <q, k> (Hermitian)    {np.real(np.vdot(q, k)):+.6f}")
-print(f"[Re q; Im q].[Re k; Im k] {stacked:+.6f}")
-print(f"Re sum q k (no conjugate) {np.real(np.sum(q * k)):+.6f}")
+print(f"Re <q, k> (Hermitian)    {np.real(np.vdot(q, k)):+.3f}")
+print(f"[Re q; Im q].[Re k; Im k] {stacked:+.3f}")
+print(f"Re sum q k (no conjugate) {np.real(np.sum(q * k)):+.3f}")
 
 # %% [markdown]
 # ## The convolution: a sliding dot product

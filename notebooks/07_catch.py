@@ -238,7 +238,7 @@ for label, m in (("all ones", np.ones((3, 5, 5))), ("identity", np.tile(np.eye(5
     dc = ChannelDCLoss(2)
     rows = dc.forward(rt.to_device(qkv), rt.to_device(m)).get()
     want = ref.channel_dc_rows(qkv, m, 2).sum() / 3
-    print(f"mask {label:9s}: loss {want:.4f} (numpy, float64); kernel matches: "
+    print(f"mask {label:9s}: loss {want:.3f} (numpy, float64); kernel matches: "
           f"{np.isclose(rows.sum() / 3, want, rtol=1e-5)}")
 
 # %% [markdown]
@@ -288,9 +288,10 @@ for projection in ("linear", "complex"):
 # exactly that; the default `"simple"` keeps lr and mask_lr all along:
 
 # %% tags=["host-float64"]
+lr = 1e-4  # main / mask rates below, in units of lr
 for schedule in ("simple", "official"):
-    rates = CATCH(5, schedule=schedule, lr=1e-4, mask_lr=1e-5).learning_rates(4)
-    print(f"{schedule:8s}: " + "  ".join(f"epoch {e + 1} {a:.7f} / {b:.7f}"
+    rates = CATCH(5, schedule=schedule, lr=lr, mask_lr=lr / 10).learning_rates(4)
+    print(f"{schedule:8s}: " + "  ".join(f"epoch {e + 1} {a / lr:g} / {b / lr:g}"
                                          for e, (a, b) in enumerate(rates)))
 
 # %% tags=["nbval-ignore-output"]
