@@ -95,6 +95,7 @@ class Sequential:
         # (the optimizer and its parameters' ids, their FusedBackward) of the last train_step
         self._backward_plan = None
         self._replay = StepReplay(self)  # recorded steps; replay_steps = False turns them off
+        self._batch_arrays: dict = {}  # every fit's DeviceBatches fills these, so steps replay
 
     def __repr__(self):
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
@@ -275,7 +276,8 @@ class Sequential:
         history = {"loss": [], "val_loss": [], "path": "layers" if trainer is None else "fused"}
         per_sample = self.layers[-1].n_out if self.loss == "mse" else 1
         rows = self.runtime.empty((n,))
-        data = DeviceBatches(self.runtime, inputs, self.targets(y, n))  # batches gathered there
+        data = DeviceBatches(self.runtime, inputs, self.targets(y, n),  # batches gathered there
+                             arrays=self._batch_arrays)
         bar = tqdm(range(epochs), desc="epochs", disable=not progress)
         for _ in bar:
             skipped_before = optimizer.skipped_steps

@@ -3,11 +3,12 @@ forward pass, output gradient and backward pass once, and enqueues them again, w
 same arguments, in the steps that follow (what CUDA Graphs do on a GPU, on the host side).
 
 In a fit every step of one batch size launches the same kernels with the same arguments: the
-same batch arrays (refilled by the gather kernel, nnlib/batches.py), the same parameter and
-gradient buffers, the same activations (kept by the recording). Working them out again in
-Python costs several times the enqueue itself; a replay is one ``set_args`` and one enqueue
-per launch. What changes from step to step (the batch's rows, the loss's offset, the
-optimizer's flags and bias corrections) stays outside the recording.
+same batch arrays (refilled by the gather kernel, nnlib/batches.py, and kept by the network
+from one fit to the next), the same parameter and gradient buffers, the same activations
+(kept by the recording). Working them out again in Python costs several times the enqueue
+itself; a replay is one ``set_args`` and one enqueue per launch. What changes from step to
+step (the batch's rows, the loss's offset, the optimizer's flags and bias corrections) stays
+outside the recording.
 
 A step is replayed only where that gives the same launches: the network is all
 :class:`~nnlib.layers.dense.Dense` layers, inputs and targets are device arrays (host data

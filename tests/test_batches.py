@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import nnlib
-from nnlib.batches import DeviceBatches, gather_rows
+from nnlib.batches import KEPT_SHAPES, DeviceBatches, gather_rows
 
 
 def _sizes(rt):
@@ -38,6 +38,24 @@ def test_a_batch_reuses_its_arrays(rt, rng):
     assert batches.batch(4, 4)[0] is first[0]
     assert batches.batch(8, 2)[0] is not first[0]
     np.testing.assert_array_equal(first[0].get(), data[4:8])  # the last batch of 4
+
+
+def test_shared_arrays_serve_later_batches_of_the_same_shape(rt, rng):
+    """Two DeviceBatches given one dict fill the same arrays for a batch of the same rows and
+    columns, new ones for other columns; the dict keeps the KEPT_SHAPES shapes made last."""
+    data = rng.standard_normal((12, 3)).astype(np.float32)
+    wide = rng.standard_normal((12, 5)).astype(np.float32)
+    kept: dict = {}
+    first, second = (DeviceBatches(rt, data, data, arrays=kept) for _ in range(2))
+    other = DeviceBatches(rt, wide, data, arrays=kept)
+    for batches in (first, second, other):
+        batches.shuffle(np.arange(12)[::-1])
+    x = first.batch(0, 4)[0]
+    assert second.batch(4, 4)[0] is x and other.batch(0, 4)[0] is not x
+    np.testing.assert_array_equal(x.get(), data[::-1][4:8])
+    for rows in range(1, KEPT_SHAPES + 1):
+        first.batch(0, rows)
+    assert len(kept) == KEPT_SHAPES and (4, 3, 3) not in kept and (4, 5, 3) in kept
 
 
 def test_bad_orders_and_batches_are_refused(rt, rng):

@@ -193,6 +193,19 @@ def test_a_new_optimizer_is_recorded_anew(rt, rng):
     assert models[0]._replay.replays == 2 and len(models[0]._replay.recordings) == 3
 
 
+def test_a_later_fit_replays_from_its_first_step(rt, rng):
+    """Each fit gathers its batches into the network's same arrays: once the first fits have
+    recorded both batch sizes (45 = 2 x 16 + 13), every step of the next one replays."""
+    x, labels = data(rt, rng, 45)
+    model = net(rt)
+    opt = nnlib.optim.SGD(model.parameters(), lr=0.05)
+    for _ in range(2):
+        model.fit(x, labels, opt, epochs=1, batch_size=16, progress=False, fused=False)
+    replays = model._replay.replays
+    model.fit(x, labels, opt, epochs=1, batch_size=16, progress=False, fused=False)
+    assert model._replay.replays == replays + 3 and len(model._replay.recordings) == 2
+
+
 def test_the_step_profile_sees_every_kernel_of_a_step_that_would_be_replayed(rt, rng):
     """nnlib.bench.profile_step times each kernel through the launchers, which a replay
     bypasses: on device arrays (replayable) it still finds every kernel at every step, and
