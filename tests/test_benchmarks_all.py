@@ -237,6 +237,56 @@ def test_a_folder_without_the_official_catch_is_refused_before_any_benchmark(
     assert "--official-path" in err and "CATCH_model.py" in err
 
 
+def faked_runs(monkeypatch, numpy_2: float) -> None:
+    """bench_all.RUNS replaced by benchmarks that return fake_results at once, numpy's own
+    dense pass at ``numpy_2`` GFLOP/s."""
+    fake = fake_results(official=False)
+    fake["dense"][0] = dict(fake["dense"][0], numpy_1=numpy_2 / 2, numpy_2=numpy_2)
+    monkeypatch.setattr(bench_all, "RUNS", {
+        bench: (module, lambda argv, bench=bench: fake.get(bench), [], [])
+        for bench, (module, *_) in bench_all.RUNS.items() if bench != "catch_speed"})
+
+
+def test_a_run_on_a_busier_machine_does_not_replace_the_stored_file(tmp_path, monkeypatch,
+                                                                    capsys):
+    """--store keeps the file of an earlier run where numpy's own dense pass now runs under
+    BASELINE_SHARE of its speed then, and says why; at about the same speed, or with
+    --replace, the new run replaces it."""
+    faked_runs(monkeypatch, 200.0)
+    first = bench_all.main(["--store", "--folder", str(tmp_path)])
+    [path] = tmp_path.glob("*.json")
+    faked_runs(monkeypatch, 200.0 * bench_all.BASELINE_SHARE - 1)
+    with pytest.raises(SystemExit) as refused:
+        bench_all.main(["--store", "--folder", str(tmp_path)])
+    assert refused.value.code == 1
+    err = capsys.readouterr().err
+    assert "not stored" in err and "159 against 200 GFLOP/s on 2 thread(s)" in err
+    assert "--replace" in err and path.name in err
+    assert json.loads(path.read_text()) == json.loads(json.dumps(first))
+    replaced = bench_all.main(["--store", "--replace", "--folder", str(tmp_path)])
+    assert json.loads(path.read_text()) == json.loads(json.dumps(replaced))
+    faked_runs(monkeypatch, 200.0 * bench_all.BASELINE_SHARE + 1)  # about as fast: stored
+    bench_all.main(["--store", "--folder", str(tmp_path)])
+    assert baseline(path) == 161 and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def baseline(path):
+    return bench_all.baseline_gflops(json.loads(path.read_text()))["numpy_2"]
+
+
+def test_an_interrupted_store_leaves_the_old_file(tmp_path, monkeypatch):
+    faked_runs(monkeypatch, 100.0)
+    result = bench_all.run()
+    path = bench_all.store(result, tmp_path)
+
+    def fail(*args):
+        raise OSError("disk full")
+    monkeypatch.setattr(bench_all.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        bench_all.store(dict(result, dense=[]), tmp_path)
+    assert baseline(path) == 100 and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
 @pytest.mark.slow
 def test_one_command_measures_every_goal_and_stores_it(tmp_path, rt, monkeypatch):
     # each benchmark's own JSON goes to tmp_path/bench, not build/bench/, which

@@ -11,21 +11,26 @@ table: each goal's measured ratio, its target, met or NOT met, and the command t
 reproduces the row. ``--quick`` runs tiny variants (a smoke test, seconds; its ratios mean
 nothing). With ``--store`` it writes ``nnlib/bench/stored/<name>.json``: "meta" (the device,
 its platform and driver, the CPU model and its vector ISA, the date, PoCL's POCL_AFFINITY), the
-table ("goals") and each benchmark's rows. Notebook 03 draws every stored file beside the
-figures it measures live; send yours (a pull request) to add your device. Every tuning
-search it starts runs to its end before it is timed (the first run on a device takes a few
-minutes longer): the goals are those of the tuned kernels.
+table ("goals") and each benchmark's rows; where that file exists and numpy's own dense pass
+ran there more than 1 / BASELINE_SHARE times as fast as now (a busier machine: other
+processes, a shared host's neighbours, which move every ratio against numpy), it keeps the
+file, says why and exits with status 1 (``--replace`` stores the run anyway). Notebook 03
+draws every stored file beside the figures it measures live; send yours (a pull request)
+to add your device. Every tuning search it starts runs to its end before it is timed (the
+first run on a device takes a few minutes longer): the goals are those of the tuned kernels.
 
 Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
 import re
 import shlex
+import tempfile
 from pathlib import Path
 
 import pyopencl as cl
@@ -35,6 +40,9 @@ from . import complex as bench_complex
 from .common import STORED, cpu_model, shown
 
 OFFICIAL = "DIR"  # the official CATCH checkout in RUNS and in the commands printed and stored
+# --store keeps the file of an earlier run on this device unless numpy's own dense pass ran
+# at least this share of that run's speed
+BASELINE_SHARE = 0.8
 
 
 # CATCH at the course's sizes: the official defaults (210 M parameters) take minutes a batch
@@ -178,10 +186,57 @@ def run(quick: bool = False, official: str | None = None) -> dict:
 
 
 def store(result: dict, folder: Path = STORED) -> Path:
+    """Write ``result`` to its file in ``folder`` (a temporary file renamed over it: a reader
+    never sees half a file, and an interrupted run leaves the old one)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name(result["meta"])
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(result, indent=1) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path
+
+
+def baseline_gflops(result: dict) -> dict:
+    """numpy's own speed in ``result``'s dense benchmark, forward + backward at width 1024 and
+    batch 64: {"numpy_1": GFLOP/s on 1 thread, "numpy_2": on 2}, where measured."""
+    for row in result.get("dense") or []:
+        if (row.get("n"), row.get("batch"), row.get("pass")) == (1024, 64, "fwd+bwd"):
+            return {k: row[k] for k in ("numpy_1", "numpy_2") if k in row}
+    return {}
+
+
+def busier_than(result: dict, stored: dict) -> str | None:
+    """Why ``result`` should not replace ``stored``, the file of its name: numpy's own dense
+    pass ran at under BASELINE_SHARE of its speed then (a busier or a slower machine); None
+    where it did not, or where either has no such figure."""
+    now, then = baseline_gflops(result), baseline_gflops(stored)
+    slower = [k for k in now if k in then and now[k] < BASELINE_SHARE * then[k]]
+    if not slower:
+        return None
+    figures = "; ".join(f"{now[k]:.0f} against {then[k]:.0f} GFLOP/s on {k[len('numpy_'):]} "
+                        f"thread(s)" for k in slower)
+    return (f"numpy's own dense pass (width 1024, batch 64, forward + backward) ran at "
+            f"{figures} in the stored file ({stored.get('meta', {}).get('date', 'undated')}): "
+            f"this machine is busier than then (other processes, or a shared host's "
+            f"neighbours) or slower, and every ratio measured against numpy moves with that. "
+            f"Measure again on a quiet machine, or pass --replace to store these anyway")
+
+
+def stored_file(result: dict, folder: Path) -> dict | None:
+    """The file ``result`` would replace in ``folder``, read; None if there is none, or if
+    it is no JSON object (nothing to keep)."""
+    path = folder / file_name(result["meta"])
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return stored if isinstance(stored, dict) else None
 
 
 def dense_points(rows: list, n: int = 1024) -> list:
@@ -216,6 +271,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--official-path", help="a checkout of decisionintelligence/CATCH: "
                         "also time CATCH against it")
     parser.add_argument("--folder", type=Path, default=STORED, help="where --store writes")
+    parser.add_argument("--replace", action="store_true",
+                        help="with --store: replace the stored file of this device even where "
+                        "numpy ran slower than in it (a busier machine)")
     args = parser.parse_args(argv)
     if args.official_path:  # before the benchmarks' minutes, not after them
         from .catch_speed import official_classes
@@ -226,6 +284,11 @@ def main(argv=None) -> dict:
     result = run(args.quick, args.official_path)
     print("\n" + goals.format_table(result["meta"], result["goals"]))
     if args.store:
+        stored = None if args.replace else stored_file(result, args.folder)
+        why = busier_than(result, stored) if stored else None
+        if why:
+            parser.exit(1, f"not stored in {shown(args.folder / file_name(result['meta']))}: "
+                        f"{why}\n")
         print(f"wrote {shown(store(result, args.folder))}")
     return result
 
