@@ -115,16 +115,16 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def save_npz(path, arrays: dict, meta: dict) -> None:
-    """Write ``arrays`` and ``meta`` (as ``__meta__``) atomically to ``path`` (see the module
-    docstring); the file gets the usual mode (umask applied), not 0600."""
-    path = check_target(path)
+def write_atomically(path: Path, write) -> None:
+    """``write(f)`` into a temporary binary file beside ``path``, then that file renamed over
+    ``path`` as the module docstring says (a reader sees the old file or the whole new one);
+    the file gets the usual mode (umask applied), not 0600."""
     remove_stale_temps(path)
     tmp = _temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays, __meta__=np.array(json.dumps(meta)))
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -133,6 +133,13 @@ def save_npz(path, arrays: dict, meta: dict) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def save_npz(path, arrays: dict, meta: dict) -> None:
+    """Write ``arrays`` and ``meta`` (as ``__meta__``) atomically to ``path`` (see the module
+    docstring)."""
+    write_atomically(check_target(path),
+                     lambda f: np.savez(f, **arrays, __meta__=np.array(json.dumps(meta))))
 
 
 # ---------------------------------------------------------------- reading

@@ -4,6 +4,7 @@ a model from published figures. No timing is asserted: only the rows, their read
 benchmark and the file's format."""
 
 import json
+import os
 
 from types import SimpleNamespace
 
@@ -275,13 +276,14 @@ def baseline(path):
 
 
 def test_an_interrupted_store_leaves_the_old_file(tmp_path, monkeypatch):
+    """A store that fails before its rename leaves the old file whole and no temporary."""
     faked_runs(monkeypatch, 100.0)
     result = bench_all.run()
     path = bench_all.store(result, tmp_path)
 
     def fail(*args):
         raise OSError("disk full")
-    monkeypatch.setattr(bench_all.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         bench_all.store(dict(result, dense=[]), tmp_path)
     assert baseline(path) == 100 and [p.name for p in tmp_path.iterdir()] == [path.name]

@@ -23,14 +23,12 @@ Used in notebooks/03_cpu_vs_gpu.
 """
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
 import platform
 import re
 import shlex
-import tempfile
 from pathlib import Path
 
 import pyopencl as cl
@@ -186,19 +184,15 @@ def run(quick: bool = False, official: str | None = None) -> dict:
 
 
 def store(result: dict, folder: Path = STORED) -> Path:
-    """Write ``result`` to its file in ``folder`` (a temporary file renamed over it: a reader
-    never sees half a file, and an interrupted run leaves the old one)."""
+    """Write ``result`` to its file in ``folder`` as a checkpoint is written (a temporary file
+    renamed over it: a reader never sees half a file, and an interrupted run leaves the old
+    one)."""
+    from nnlib.checkpoint import write_atomically
+
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name(result["meta"])
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(result, indent=1) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    text = json.dumps(result, indent=1) + "\n"
+    write_atomically(path, lambda f: f.write(text.encode()))
     return path
 
 
