@@ -311,9 +311,10 @@ assert costs and all(r["us"] > 0 for r in costs)
 #   outputs and the column sums that need all of them. One work-group uses one core of a
 #   CPU, so it is taken only while a batch's head is small (`HEAD_MAX_WORK` multiply-adds a
 #   product). A batch-1 step is 8 launches;
-# * replay what does not change: within a fit, every step of one batch size launches the
-#   same kernels with the same arguments (the gather kernel refills the same batch arrays,
-#   activations and gradients keep their buffers), so `train_step` records the launches of
+# * replay what does not change: within a fit, and from one fit of a network to the next,
+#   every step of one batch size launches the same kernels with the same arguments (the
+#   gather kernel refills the same batch arrays, which the network keeps, and activations
+#   and gradients keep their buffers), so `train_step` records the launches of
 #   its forward and backward passes the second time it sees such a step and from then on
 #   enqueues them again, one `set_args` and one enqueue each, without the Python that worked
 #   them out (`nnlib/step_replay.py`; `net.replay_steps = False` turns it off). What changes
