@@ -222,10 +222,9 @@ def busier_than(result: dict, stored: dict) -> str | None:
             f"Measure again on a quiet machine, or pass --replace to store these anyway")
 
 
-def stored_file(result: dict, folder: Path) -> dict | None:
-    """The file ``result`` would replace in ``folder``, read; None if there is none, or if
-    it is no JSON object (nothing to keep)."""
-    path = folder / file_name(result["meta"])
+def stored_file(path: Path) -> dict | None:
+    """The stored file at ``path``, read; None if there is none, or if it is no JSON object
+    (nothing to keep)."""
     try:
         stored = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -278,11 +277,11 @@ def main(argv=None) -> dict:
     result = run(args.quick, args.official_path)
     print("\n" + goals.format_table(result["meta"], result["goals"]))
     if args.store:
-        stored = None if args.replace else stored_file(result, args.folder)
+        path = args.folder / file_name(result["meta"])
+        stored = None if args.replace else stored_file(path)
         why = busier_than(result, stored) if stored else None
         if why:
-            parser.exit(1, f"not stored in {shown(args.folder / file_name(result['meta']))}: "
-                        f"{why}\n")
+            parser.exit(1, f"not stored in {shown(path)}: {why}\n")
         print(f"wrote {shown(store(result, args.folder))}")
     return result
 
