@@ -226,15 +226,21 @@ class Optimizer:
         self.kernel_params = elementwise_params(rt)
         self._vw = self.kernel_params["VW"]  # elements per work-item of elementwise kernels
         self._group = self.kernel_params["LOCAL"]  # their work-group size (0: the rule's)
-        self._options: dict = {}  # tensor size -> kernel_options, made once per size
+        self._launchers: dict = {}  # (kernel name, tensor size) -> its launcher from kernels/
+        self._targets = None  # what each step launches on (_update_targets), made once
 
     def _launcher(self, name: str, n: int | None = None) -> Launcher:
         """The launcher of kernel ``name`` of kernels/optim.cl, built with this rule's options
-        for tensors of ``n`` elements."""
-        options = self._options.get(n)
-        if options is None:
-            options = self._options[n] = kernel_options(self.kernel_params, n)
-        return self.runtime.launcher("optim", name, options)
+        for tensors of ``n`` elements; kept per name and size, except where ``use_kernels``
+        names a folder (whose files the runtime reads again each time: edits count)."""
+        rt = self.runtime
+        if rt.kernel_folder is not None:
+            return rt.launcher("optim", name, kernel_options(self.kernel_params, n))
+        launcher = self._launchers.get((name, n))
+        if launcher is None:
+            launcher = self._launchers[name, n] = rt.launcher(
+                "optim", name, kernel_options(self.kernel_params, n))
+        return launcher
 
     def _elementwise(self, name: str, n: int, *args, vectors: int = 1) -> cl.Event:
         """Kernel ``name`` of kernels/optim.cl over ``n`` elements, ``vectors`` vectors of
@@ -252,10 +258,12 @@ class Optimizer:
 
     def _update_targets(self) -> list:
         """The :class:`Tensors` one step launches on: the flat layout when one launch covers
-        every tensor, else each parameter."""
-        if self.fused:
-            return [self._flat_tensors()]
-        return [self._parameter_tensors(i) for i in range(len(self.params))]
+        every tensor, else each parameter; made at the first step (the state arrays stay
+        the same for the optimizer's life: loading a state fills them)."""
+        if self._targets is None:
+            self._targets = [self._flat_tensors()] if self.fused else [
+                self._parameter_tensors(i) for i in range(len(self.params))]
+        return self._targets
 
     def _flat_tensors(self) -> Tensors:
         layout = self.layout

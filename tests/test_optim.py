@@ -556,3 +556,32 @@ def test_adam_mini_survives_many_small_launches(device):
         print(opt.skipped_steps, np.isfinite(p.numpy()).all())
     """, args=(device,))
     assert out.split() == ["3", "True"]
+
+
+def test_a_step_follows_use_kernels_and_the_folders_edits(tmp_path):
+    """An optimizer keeps its launchers from kernels/, but where ``use_kernels`` names a
+    folder each step builds from the folder's file as it is then (a student's edit counts),
+    and after ``use_kernels(None)`` the step is kernels/' again."""
+    rt = nnlib.Runtime()
+    p = nnlib.Parameter(np.ones(37, np.float32), "w", runtime=rt)
+    opt = optim.SGD([p], lr=0.5)
+    p.grad.set(np.ones(37, np.float32))
+
+    def step():
+        before = p.numpy()
+        opt.step()
+        return float(np.unique(p.numpy() - before)[0])
+
+    assert step() == -0.5
+    text = (nnlib.runtime.kernel_dir() / "optim.cl").read_text()
+    rule = "store_v(wi - lr * step, w, first, n);"
+    assert rule in text
+    (tmp_path / "optim.cl").write_text(text.replace(rule, "store_v(wi - 2 * lr * step, w, "
+                                                                "first, n);"))
+    nnlib.use_kernels(tmp_path, topics=("optim",), runtime=rt)
+    assert step() == -1.0
+    (tmp_path / "optim.cl").write_text(text.replace(rule, "store_v(wi + lr * step, w, "
+                                                                "first, n);"))
+    assert step() == 0.5
+    nnlib.use_kernels(None, runtime=rt)
+    assert step() == -0.5
