@@ -405,6 +405,22 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
         2 if rt.limits.few_vector_registers else 1)
 
 
+def test_a_cpus_wide_layers_take_the_tiles_by_default(rt):
+    """On a CPU that vectorises across work-items (Intel's runtime, AVX-512) the gradients
+    of the other classes take the lanes design, those of the wide class the tiles, with
+    the lanes design a candidate; a GPU's wide layers keep the lanes design."""
+    avx512 = cpu_vectorising_work_items(rt, 16)
+    gpu = SimpleNamespace(**{**vars(avx512), "is_gpu": True})
+    for product in ("input", "weight"):
+        assert default_params(avx512, product, "b64")["TN_LANES"] == 1
+        wide = default_params(avx512, product, "wide")
+        assert "TN_LANES" not in wide and wide == default_params(avx512, product, "wide",
+                                                                 lanes=False)
+        found = candidates(avx512, product, "wide")
+        assert found[0] == wide and lanes_params(avx512, product, "wide") in found
+        assert default_params(gpu, product, "wide")["TN_LANES"] == 1
+
+
 def test_each_build_holds_only_the_blocked_kernel_it_launches(rt):
     """A blocked kernel's build leaves out the other four (ONLY), the small kernels' builds
     all five, a build without ONLY holds all five (on the lanes design's tiles: the tiles'

@@ -124,11 +124,14 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     (:func:`lanes_params`), except with AVX2's 16 registers (``Limits.few_vector_registers``)
     beyond batch 1, where the lanes' 16 accumulators spill: there the gradients take 6 rows
     of one 16-float vector (on large layers the weight gradient's on dZ transposed first,
-    DZT) and the forward 2 rows at width 8, as :func:`register_tiles`;
-    ``lanes`` False: the tiles whatever the device."""
+    DZT) and the forward 2 rows at width 8, as :func:`register_tiles`; and except a CPU's
+    wide class, where the lanes design is only a candidate (on Intel's runtime its gradients
+    of the class's problem ran several times slower than the tiles, and a search that
+    starts with them spends a process's seconds on them); ``lanes`` False: the tiles
+    whatever the device."""
     if lanes is None:
         spill = rt.limits.few_vector_registers and shape != "b1"  # b1's 1 x 8 fit
-        lanes = lanes_by_default(rt) and not spill
+        lanes = lanes_by_default(rt) and not spill and not (shape == "wide" and not rt.is_gpu)
     if product != "forward" and lanes:
         return lanes_params(rt, product, shape)
     vw = vector_width(rt.vector_width, WIDTHS)
@@ -184,7 +187,8 @@ def candidates(rt, product: str, shape: str) -> list:
     for the forward of the classes of FORWARD_YT_TILES, gemm_tn on Y^T (FWD_YT)
     with tiles of 6 and 8 rows of 2 vectors, the first also with the other load style and at
     the other width (as many columns), and gemm_tn_bias on x in place (FWD_TN, the classes
-    of FORWARD_TN_CLASSES) with tiles of 6 rows of 2 vectors; the default with fma()
+    of FORWARD_TN_CLASSES) with tiles of 6 rows of 2 vectors (a wide layer's: the input
+    gradient's default, also in column order); the default with fma()
     (without, where the default has it) and with a work-group four times larger.
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "small": (2, 4, 6),
@@ -230,7 +234,10 @@ def candidates(rt, product: str, shape: str) -> list:
                   FWD_YT=1)
         out += [tn, dict(tn, VLOAD=1 - base["VLOAD"]),
                 dict(tn, VW=wide, TN_V=max(1, 2 * base["VW"] // wide)), dict(tn, TN_R=8)]
-    if product == "forward" and shape in FORWARD_TN_CLASSES:  # gemm_tn_bias on x in place
+    if product == "forward" and shape == "wide":  # gemm_tn_bias on x: the input's tiles
+        tn = dict(default_params(rt, "input", shape, lanes=False), FWD_TN=1)
+        out += [tn, dict(tn, TN_ORDER=1)]
+    elif product == "forward" and shape in FORWARD_TN_CLASSES:  # gemm_tn_bias on x in place
         out.append(dict({k: v for k, v in base.items() if k != "NT_I"}, TN_R=6, TN_V=2,
                         TN_KB=0, FWD_TN=1))
     out += [dict(base, FMA=1 - base["FMA"]), dict(base, LOCAL=4 * base["LOCAL"])]
@@ -325,8 +332,10 @@ FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "tall": ((8, 2), (6, 4))}
 
 # The forward by gemm_tn_bias on x read in place and W^T (FWD_TN): C = Y has the batch's
 # rows, so only the classes of many rows take it. It skips gemm_nt's horizontal sums, which
-# cost most where k (n_in) is short: CATCH's token layers of 32 features.
-FORWARD_TN_CLASSES = ("b64", "tall")
+# cost most where k (n_in) is short: CATCH's token layers of 32 features. A wide layer's
+# forward is then the input gradient's product (P read in place, B of n_in x n_out rows),
+# on its tiles and k-blocks, after a transpose of W that costs little beside it.
+FORWARD_TN_CLASSES = ("b64", "tall", "wide")
 
 
 def forward_yt_params(rt, shape: str, tile=None, route: str = "FWD_YT") -> dict:
@@ -342,7 +351,8 @@ def lanes_candidates(rt, product: str, shape: str) -> list:
     """The lanes design's candidates: each tile of the class, the first also with fma()
     (without, where it has it) and on work-groups four times larger; for the forward of the
     classes of FORWARD_YT_TILES, then each of its tiles on Y^T (:func:`forward_yt_params`),
-    and in FORWARD_TN_CLASSES the first of them as gemm_tn_bias on x in place (FWD_TN)."""
+    and in FORWARD_TN_CLASSES the first of them (a wide layer's: the input gradient's first
+    lanes tile) as gemm_tn_bias on x in place (FWD_TN)."""
     tiles = LANES_TILES[product][shape]
     out = [lanes_params(rt, product, shape, t) for t in tiles]
     first = out[0]
@@ -350,7 +360,8 @@ def lanes_candidates(rt, product: str, shape: str) -> list:
     if product == "forward":
         out += [forward_yt_params(rt, shape, t) for t in FORWARD_YT_TILES.get(shape, ())]
     if product == "forward" and shape in FORWARD_TN_CLASSES:
-        out.append(forward_yt_params(rt, shape, route="FWD_TN"))
+        tile = None if shape in FORWARD_YT_TILES else LANES_TILES["input"][shape][0]
+        out.append(forward_yt_params(rt, shape, tile, route="FWD_TN"))
     return out
 
 
