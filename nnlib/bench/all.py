@@ -43,8 +43,10 @@ OFFICIAL = "DIR"  # the official CATCH checkout in RUNS and in the commands prin
 BASELINE_SHARE = 0.8
 
 
-# CATCH at the course's sizes: the official defaults (210 M parameters) take minutes a batch
-# on a CPU.
+# CATCH at the course's sizes only: at the official defaults (210 M parameters, about 8 GiB
+# of memory for the two codes) a batch takes each code seconds on 2 CPU cores, and this
+# run's 10 batches x 5 rounds would add a quarter of an hour; `python -m nnlib.bench.catch
+# --compare official --sizes official --batches 2 --rounds 3` times them.
 CATCH_OFFICIAL = ["--compare", "official", "--official-path", OFFICIAL]
 # benchmark: (its module, its main(argv) -> rows, quick argv, full argv)
 RUNS = {

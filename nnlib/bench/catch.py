@@ -105,8 +105,11 @@ def main(argv=None):
         from .catch_masks import mask_grid
         return mask_grid(args)
     if args.compare:
+        from nnlib import tuning
+
         from .catch_speed import speed
-        return speed(args)
+        with tuning.complete_searches():
+            return speed(args)
     return table(args, epochs)
 
 
