@@ -334,7 +334,7 @@ FORWARD_YT_TILES = {"b64": ((8, 2), (6, 4), (8, 4)), "tall": ((8, 2), (6, 4))}
 # rows, so only the classes of many rows take it. It skips gemm_nt's horizontal sums, which
 # cost most where k (n_in) is short: CATCH's token layers of 32 features. A wide layer's
 # forward is then the input gradient's product (P read in place, B of n_in x n_out rows),
-# on its tiles and k-blocks, after a transpose of W that costs little beside it.
+# on its tiles and k-blocks, after a transpose of W each forward (the tuner times both).
 FORWARD_TN_CLASSES = ("b64", "tall", "wide")
 
 
