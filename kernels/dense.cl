@@ -517,12 +517,14 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         for (int i = 0; i < NT_I; ++i)
             acc[i] = MAD(a[ao[i] + k], br[k], acc[i]);
     float add = bias[min(j, nj - 1)];
-    if (act == ACT_SOFTMAX && nj <= NT_J) {  // the same for the whole work-group
+    bool softmax = act == ACT_SOFTMAX && nj <= NT_J;  // the same for the whole work-group
+    if (softmax)
         #pragma unroll
         for (int i = 0; i < NT_I; ++i)
             if (j < nj)
                 zs[i * NT_J + j] = acc[i] + add;
-        barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);  // outside the branch: PoCL 3.0 can skip one inside it
+    if (softmax) {
         for (int i = lane; i < NT_I && i0 + i < ni; i += lanes) {
             float4 z = vload4(i, zs);
             store_row4(softmax4(z, nj), c + (size_t)(i0 + i) * nj, nj);

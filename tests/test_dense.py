@@ -312,6 +312,24 @@ def test_lanes_design_matches_reference_for_every_activation(rt, rng, act, forwa
     check_layer(rt, rng, "blocked", act, sizes, params)
 
 
+def test_lanes_softmax_waits_for_every_lane_of_its_work_group(rt, rng):
+    """The lanes forward's softmax (up to four outputs) gathers the rows' values in local
+    memory: each row is read only after every lane wrote its column. Repeated on fresh inputs
+    and a second block of rows, so that values left in local memory by an earlier launch
+    cannot pass for this one's (PyPI's PoCL 3.0 skipped a barrier placed inside the branch:
+    about one launch in six read the previous one's values)."""
+    params = {p: lanes_params(rt, p, "b64") for p in PRODUCTS}
+    for t in range(60):
+        batch, n_in, n_out = [(19, 9, 4), (19, 9, 3), (33, 5, 2)][t % 3]
+        layer = nnlib.Dense(n_in, n_out, activation="softmax", seed=t, runtime=rt)
+        layer.kernels = DenseKernels(rt, params=params)
+        x = rng.standard_normal((batch, n_in)).astype(np.float32)
+        w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+        want = ref.activate(x.astype(np.float64) @ w.T + b, "softmax")
+        np.testing.assert_allclose(layer.forward(x).get(), want, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"launch {t}, {batch} x {n_in} -> {n_out}")
+
+
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
     """The search space: tile rows per batch class, both load styles, fma, two widths, two
     work-group sizes, the gradients with and without a local-memory k-block; the default is
