@@ -100,6 +100,8 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   TN_LANES 1: the lanes design below (0: the tiles above), for devices that vectorise
 //         across work-items; TN_V then counts scalar columns, and VW, VLOAD, NT_KB, TN_KB
 //         and TN_ORDER do not apply
+//   NT_SOFTMAX 1: the lanes gemm_nt is built for a softmax layer of at most NT_J outputs
+//         (its act is then not read); 0: no local memory and no barrier in its launches
 //   ONLY  defined, the build holds of the five blocked kernels (gemm_nt and the four gemm_tn
 //         kernels) only the one defined as ONLY_<its name> (-DONLY -DONLY_gemm_tn_gated),
 //         or none; undefined, all five. A compiler that compiles every kernel of a program
@@ -136,6 +138,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 #endif
 #ifndef TN_LANES
 #define TN_LANES 0
+#endif
+#ifndef NT_SOFTMAX
+#define NT_SOFTMAX 0
 #endif
 #include "floatv.h"
 #include "dot4.h"
@@ -478,12 +483,11 @@ inline void store_row4(float4 out, global float *c, int n)
 // block of C (row j of B) for NT_I rows of A: NT_I scalar accumulators; each step reads 8
 // floats of its own row of B (the compiler loads the lanes' rows together and transposes
 // them) and the same 8 floats of each row of A in every lane. Dimension 0's work-groups run
-// over the column blocks, dimension 1's over the row blocks. Softmax (nj <= NT_J): the
-// rows' values meet in local memory, where lane i finishes row i.
+// over the column blocks, dimension 1's over the row blocks. Built with NT_SOFTMAX (a softmax
+// layer, nj <= NT_J): the rows' values meet in local memory, where lane i finishes row i.
 kernel void gemm_nt(global const float *a, global const float *b, global float *c,
                     int ni, int nj, int nk, global const float *bias, int act)
 {
-    local float zs[NT_I * NT_J];
     size_t lane = get_local_id(0);
     int lanes = get_local_size(0), i0 = get_group_id(1) * NT_I;
     int j0 = get_group_id(0) * lanes, j = j0 + (int)lane;
@@ -517,26 +521,25 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         for (int i = 0; i < NT_I; ++i)
             acc[i] = MAD(a[ao[i] + k], br[k], acc[i]);
     float add = bias[min(j, nj - 1)];
-    bool softmax = act == ACT_SOFTMAX && nj <= NT_J;  // the same for the whole work-group
-    if (softmax)
-        #pragma unroll
-        for (int i = 0; i < NT_I; ++i)
-            if (j < nj)
-                zs[i * NT_J + j] = acc[i] + add;
-    barrier(CLK_LOCAL_MEM_FENCE);  // outside the branch: PoCL 3.0 can skip one inside it
-    if (softmax) {
-        for (int i = lane; i < NT_I && i0 + i < ni; i += lanes) {
-            float4 z = vload4(i, zs);
-            store_row4(softmax4(z, nj), c + (size_t)(i0 + i) * nj, nj);
-        }
-        return;
+#if NT_SOFTMAX
+    local float zs[NT_I * NT_J];
+    #pragma unroll
+    for (int i = 0; i < NT_I; ++i)
+        if (j < nj)
+            zs[i * NT_J + j] = acc[i] + add;
+    barrier(CLK_LOCAL_MEM_FENCE);  // every lane has written its column of the rows
+    for (int i = lane; i < NT_I && i0 + i < ni; i += lanes) {
+        float4 z = vload4(i, zs);
+        store_row4(softmax4(z, nj), c + (size_t)(i0 + i) * nj, nj);
     }
+#else
     if (j >= nj)
         return;
     #pragma unroll
     for (int i = 0; i < NT_I; ++i)
         if (i0 + i < ni)
             c[(size_t)(i0 + i) * nj + j0 + lane] = activate(acc[i] + add, act);
+#endif
 }
 #endif
 

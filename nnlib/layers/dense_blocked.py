@@ -18,6 +18,9 @@ from .dense_params import (PRODUCTS, TUNE_ACTIVATION, TUNE_ALSO, TUNE_SHAPE, bui
 
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
+# gemm_nt's build for a softmax layer it finishes itself (the lanes design gathers the rows in
+# local memory behind a barrier, which its other launches go without)
+NT_SOFTMAX = ("-DNT_SOFTMAX=1",)
 
 
 class BlockedDenseKernels:
@@ -52,20 +55,22 @@ class BlockedDenseKernels:
                             default_params(self.runtime, product, shape),
                             problem=tune_problem(shape))
 
-    def _launcher(self, product: str, batch: int, weights: int, kernel: str):
+    def _launcher(self, product: str, batch: int, weights: int, kernel: str,
+                  extra: tuple = ()):
         """The launcher of ``kernel`` (gemm_nt or a gemm_tn kernel) built with the
-        parameters ``product`` runs with at ``batch`` on a layer of ``weights`` weights, its
-        parameters and local size."""
-        found = self._by_size.get((kernel, product, batch, weights))
+        parameters ``product`` runs with at ``batch`` on a layer of ``weights`` weights and
+        the options ``extra``, its parameters and local size."""
+        found = self._by_size.get((kernel, extra, product, batch, weights))
         if found is not None:
             return found
-        key = (kernel, product, shape_class(product, batch, weights))
+        key = (kernel, extra, product, shape_class(product, batch, weights))
         if key not in self._launchers:
             params = self.params(product, batch, weights)
-            launcher = self.runtime.launcher("dense", kernel, build_options(params, kernel))
+            launcher = self.runtime.launcher("dense", kernel,
+                                             build_options(params, kernel) + extra)
             local = work_group(params, launcher.work_group_size)
             self._launchers[key] = (launcher, params, local)
-        found = self._by_size[(kernel, product, batch, weights)] = self._launchers[key]
+        found = self._by_size[(kernel, extra, product, batch, weights)] = self._launchers[key]
         return found
 
     @staticmethod
@@ -88,7 +93,9 @@ class BlockedDenseKernels:
             return self._forward_yt(x, w, b, y, act)
         if route == "TN":
             return self._forward_tn(x, w, b, y, act)
-        launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt")
+        owns_softmax = act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out)
+        launcher, p, local = self._launcher("forward", batch, n_in * n_out, "gemm_nt",
+                                            NT_SOFTMAX if owns_softmax else ())
         if p.get("TN_LANES"):  # dimension 0 along the outputs, one per work-item
             grid = (n_out, ceil_div(batch, p["NT_I"]))
         else:
