@@ -7,7 +7,7 @@ import pytest
 import nnlib
 from nnlib import reference as ref
 from nnlib.codes import COMPLEX_ACTIVATIONS
-from nnlib.layers.conv import lanes_tiles, tile_candidates
+from nnlib.layers.conv import TILE_PARTS, lanes_tiles, tile_candidates
 
 from .gradcheck import numeric_grad
 from .test_conv import check_against_reference, geometries, host_grads, host_params, sample
@@ -207,10 +207,33 @@ def test_blocked_kernels_at_every_edge(rt, rng, layout, shared):
                                     shared, layout, _tile=tile)
 
 
-def test_tile_tuning_measures_a_layer(rt):
-    """The tuner's trial (a step-1 layer with a given tile, forward + backward) runs: a broken
-    trial would count as a failed candidate and silently leave the default."""
+@pytest.mark.parametrize("part", TILE_PARTS)
+def test_tile_tuning_measures_a_layer(rt, part):
+    """The tuner's trial of each part (a step-1 layer with a given tile, its forward or its
+    backward) runs: a broken trial would count as a failed candidate and silently leave the
+    default."""
     from nnlib.layers.conv import _measure_tile
     candidates = tile_candidates(rt)
     assert len(candidates) == len({tuple(sorted(c.items())) for c in candidates})
-    assert 0 < _measure_tile(rt, candidates[-1]) < np.inf
+    assert 0 < _measure_tile(rt, candidates[-1], part) < np.inf
+
+
+@pytest.mark.parametrize("forward", ["blocked", "lanes"])
+def test_forward_and_gradients_take_tiles_of_their_own(rt, rng, forward):
+    """The forward and the gradients are tuned apart (TILE_PARTS), so a layer may run the
+    forward in one design and the gradients in the other: both ways round match numpy and
+    finite differences, on rows longer than a work-group and with filters left over."""
+    blocked, lanes = tile_candidates(rt)[-1], lanes_tiles(rt)[-1]
+    tiles = {"forward": blocked, "gradients": lanes} if forward == "blocked" else \
+        {"forward": lanes, "gradients": blocked}
+    big = rt.max_work_group_size + 3
+    for batch, variables, out_len, window, filters in ((1, 1, 1, 3, 1), (2, 3, 7, 4, 5),
+                                                       (1, 1, big, 3, 2)):
+        check_against_reference(rt, rng, nnlib.ComplexConv1d, "none",
+                                (batch, variables, out_len + window - 1, window, 1, filters),
+                                False, "tokens", _tile=tiles)
+    layer, x, w, b, r, dx, loss = gradcheck_case(rt, "tanh", False, "tokens", step=1,
+                                                 tile=tiles)
+    gw, gb = host_grads(layer)
+    for got, var in ((dx, x), (gw, w), (gb, b)):
+        np.testing.assert_allclose(got, complex_numeric_grad(loss, var), rtol=1e-3, atol=2e-4)

@@ -78,6 +78,11 @@ def tile_candidates(rt) -> list:
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 
+def design(tile: dict) -> str:
+    """The step-1 kernels ``tile`` builds: "lanes" (conv.cl's *_lanes) or "blocked"."""
+    return "lanes" if tile.get("LANES") else "blocked"
+
+
 def lanes_tiles(rt) -> list:
     """The lanes design's tiles (conv.cl's *_lanes kernels): work-groups of ``LANES``
     neighbouring positions (dense_params.lanes_work_group), ``CF`` filters per work-item;
@@ -87,22 +92,33 @@ def lanes_tiles(rt) -> list:
     return out + [{"LANES": 2 * lanes, "CF": LANES_FILTERS[0]}]
 
 
-def _measure_tile(rt, tile: dict) -> float:
-    """Seconds per forward + backward of a ComplexConv1d with ``tile`` (step 1, tokens,
-    batch 8, 8 variables, length 1024, window 16, 16 filters: benchmarks.complex's shape)."""
+# the parts of a step-1 layer whose tiles are tuned apart: the forward's one kernel, and the
+# gradients' three (the padding of G_z and both products), which share theirs
+TILE_PARTS = ("forward", "gradients")
+
+
+def _measure_tile(rt, tile: dict, part: str) -> float:
+    """Seconds per forward (``part`` "forward") or per backward ("gradients") of a
+    ComplexConv1d with ``tile`` (step 1, tokens, batch 8, 8 variables, length 1024, window
+    16, 16 filters: benchmarks.complex's shape)."""
     layer = ComplexConv1d(16, 1, 16, 8, layout="tokens", runtime=rt, _tile=tile)
     rng = np.random.default_rng(0)
     x = rt.to_device(rng.standard_normal((8, 8, 1024)) * (1 + 1j), dtype=np.complex64)
     g = rt.to_device(np.ones(layer.output_shape(8, 1024), np.complex64), dtype=np.complex64)
-    return tuning.time_launches(lambda: (layer.forward(x), layer.backward(g)),
-                                rt.queue.finish, launches=2)
+    layer.forward(x)  # what the backward reads
+    run = (lambda: layer.forward(x)) if part == "forward" else (lambda: layer.backward(g))
+    return tuning.time_launches(run, rt.queue.finish, launches=2)
 
 
-def complex_tile(rt) -> dict:
-    """The tile of the register-blocked complex kernels on ``rt``'s device (tuned)."""
+def complex_tiles(rt) -> dict:
+    """The tiles of the register-blocked complex kernels on ``rt``'s device, by part
+    (TILE_PARTS), each tuned on its own: the forward and the gradients run different loops,
+    and on an AVX2 CPU the forward's best work-group is twice the gradients'."""
     candidates = tile_candidates(rt)
-    return tuning.tuned(rt, "conv.complex", "step1", candidates,
-                        lambda tile: _measure_tile(rt, tile), candidates[0])
+    return {part: tuning.tuned(rt, "conv.complex", part, candidates,
+                               lambda tile, part=part: _measure_tile(rt, tile, part),
+                               candidates[0])
+            for part in TILE_PARTS}
 
 
 class _Conv1dBase(Layer):
@@ -186,9 +202,9 @@ class _Conv1dBase(Layer):
         geo = self._geometry(x)
         rows, t = int(geo.rows), int(geo.out_len)
         if self._blocked is not None and self.step == 1:
-            cv, cf = self._per_item(), self._tile["CF"]
+            cv, cf = self._per_item("forward"), self._tiles["forward"]["CF"]
             self._blocked((ceil_div(t, cv), ceil_div(self.filters, cf), rows),
-                          self._local(self._blocked, 3), x.data, self.weight.value.data,
+                          self._local(self._blocked, 3, "forward"), x.data, self.weight.value.data,
                           self.bias.value.data, out.data,
                           *geo.take("rows", "variables", "length", "window", "filters",
                                     "out_len", "groups", "sf", "st"))
@@ -293,37 +309,49 @@ class ComplexConv1d(_Conv1dBase):
                               runtime=self.runtime)
         self._act = [self.runtime.launcher("conv", f"complex_activation_{s}")
                      for s in ("forward", "backward")]
-        self._tile = _tile or complex_tile(self.runtime)  # _tile: the tuner's trials
-        self._lanes = self._tile.get("LANES", 0)  # 0: the register-blocked kernels
-        design = "lanes" if self._lanes else "blocked"
-        tiled = lambda name: self.runtime.launcher(  # noqa: E731
-            "conv", name, tuple(f"-D{k}={v}" for k, v in sorted(self._tile.items())
-                                if k != "LANES"))
-        self._blocked = tiled(f"cconv1d_forward_{design}")
-        self._pad, self._input_blocked = tiled("cconv1d_pad_grad"), tiled(
-            f"cconv1d_backward_input_{design}")
-        self._weight_blocked = tiled(f"cconv1d_backward_weight_{design}")
-        self._reduce = tiled("cconv1d_weight_reduce")
+        # each part's tile (TILE_PARTS), tuned; _tile (the tuner's trials, tests): one tile
+        # for both parts, or a tile by part
+        if not _tile:
+            self._tiles = complex_tiles(self.runtime)
+        elif set(_tile) == set(TILE_PARTS):
+            self._tiles = dict(_tile)
+        else:
+            self._tiles = dict.fromkeys(TILE_PARTS, _tile)
+
+        def tiled(name, part):
+            tile = self._tiles[part]
+            return self.runtime.launcher("conv", name, tuple(
+                f"-D{k}={v}" for k, v in sorted(tile.items()) if k != "LANES"))
+        forward, gradients = self._tiles["forward"], self._tiles["gradients"]
+        self._blocked = tiled(f"cconv1d_forward_{design(forward)}", "forward")
+        self._pad = tiled("cconv1d_pad_grad", "gradients")
+        self._input_blocked = tiled(f"cconv1d_backward_input_{design(gradients)}", "gradients")
+        self._weight_blocked = tiled(f"cconv1d_backward_weight_{design(gradients)}",
+                                     "gradients")
+        self._reduce = tiled("cconv1d_weight_reduce", "gradients")
 
     def config(self) -> dict:
         return {**super().config(), "modrelu_b": self.modrelu_b}
 
-    def _per_item(self) -> int:
-        """Positions (or taps) per work-item of the step-1 kernels: CV, 1 in the lanes design."""
-        return 1 if self._lanes else self._tile["CV"]
+    def _per_item(self, part: str) -> int:
+        """Positions (or taps) per work-item of ``part``'s step-1 kernels: CV, 1 in the lanes
+        design."""
+        tile = self._tiles[part]
+        return tile.get("CV", 1) if design(tile) == "blocked" else 1
 
-    def _local(self, launcher, dims: int):
-        """The local size of a step-1 kernel: None (the launcher chooses) for the blocked
-        design, (lanes, 1, ...) for the lanes design."""
-        if not self._lanes:
+    def _local(self, launcher, dims: int, part: str):
+        """The local size of a step-1 kernel of ``part``: None (the launcher chooses) for
+        the blocked design, (lanes, 1, ...) for the lanes design."""
+        lanes = self._tiles[part].get("LANES", 0)
+        if not lanes:
             return None
-        return (min(self._lanes, launcher.work_group_size),) + (1,) * (dims - 1)
+        return (min(lanes, launcher.work_group_size),) + (1,) * (dims - 1)
 
     def _chunks(self, rows: int) -> int:
         """Chunks the weight gradient splits each group's rows into: enough work-items
         (tap blocks x filter blocks x groups x chunks) to keep every compute unit busy."""
-        items = (ceil_div(self.window, self._per_item()) * ceil_div(self.filters, self._tile["CF"])
-                 * self.groups)
+        items = (ceil_div(self.window, self._per_item("gradients"))
+                 * ceil_div(self.filters, self._tiles["gradients"]["CF"]) * self.groups)
         per_group = rows // self.variables if self.groups > 1 else rows
         want = 512 * self.runtime.limits.compute_units
         return max(1, min(per_group, ceil_div(want, items)))
@@ -334,11 +362,12 @@ class ComplexConv1d(_Conv1dBase):
         rt, x = self.runtime, self.saved()[0]
         geo = self._geometry(x)
         rows, length = int(geo.rows), x.shape[2]
-        cv, cf, w, f = self._per_item(), self._tile["CF"], self.window, self.filters
+        cv, cf = self._per_item("gradients"), self._tiles["gradients"]["CF"]
+        w, f = self.window, self.filters
         chunks = self._chunks(rows)
         part = rt.empty((chunks, self.groups, f, w + 1), np.complex64)
         self._weight_blocked((ceil_div(w, cv), ceil_div(f, cf), self.groups * chunks),
-                             self._local(self._weight_blocked, 3),
+                             self._local(self._weight_blocked, 3, "gradients"),
                              dz.data, x.data, part.data, *geo, np.int32(chunks))
         self._reduce((w + 1, f, self.groups), None, part.data, self.weight.grad.data,
                      self.bias.grad.data, np.int32(w), np.int32(f), np.int32(self.groups),
@@ -351,7 +380,8 @@ class ComplexConv1d(_Conv1dBase):
         self._pad((length + w - 1, rows), None, dz.data, padded.data,
                   *geo.take("rows", "length", "window", "filters", "out_len", "sf", "st"))
         dx = rt.empty(x.shape, self.dtype)
-        self._input_blocked((ceil_div(length, cv), rows), self._local(self._input_blocked, 2),
+        self._input_blocked((ceil_div(length, cv), rows),
+                            self._local(self._input_blocked, 2, "gradients"),
                             padded.data,
                             self.weight.value.data, dx.data,
                             *geo.take("rows", "variables", "length", "window", "filters",
