@@ -467,6 +467,17 @@ inline size_t lanes_start(int n)
     return min(own, (size_t)max(n - (int)get_local_size(0), 0));
 }
 
+// acc + a b as four multiply-adds into acc (each a * b + c, which the compiler contracts), where
+// acc + cmul(a, b) takes two products, a multiply-add and an add
+inline float2 cmac(float2 acc, float2 a, float2 b)
+{
+    acc.x += a.x * b.x;
+    acc.x -= a.y * b.y;
+    acc.y += a.x * b.y;
+    acc.y += a.y * b.x;
+    return acc;
+}
+
 // acc[j] += sum_k w[fs[j] + k] xr[k]: the forward's sums of one position.
 inline void forward_sums(float2 *acc, global const float2 *xr, global const float2 *wg,
                          const int *fs, int window)
@@ -475,7 +486,7 @@ inline void forward_sums(float2 *acc, global const float2 *xr, global const floa
         float2 xk = xr[k];
         #pragma unroll
         for (int j = 0; j < CF; ++j)
-            acc[j] += cmul(wg[fs[j] + k], xk);
+            acc[j] = cmac(acc[j], wg[fs[j] + k], xk);
     }
 }
 

@@ -100,8 +100,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   TN_LANES 1: the lanes design below (0: the tiles above), for devices that vectorise
 //         across work-items; TN_V then counts scalar columns, and VW, VLOAD, NT_KB, TN_KB
 //         and TN_ORDER do not apply
-//   NT_SOFTMAX 1: the lanes gemm_nt is built for a softmax layer of at most NT_J outputs
-//         (its act is then not read); 0: no local memory and no barrier in its launches
+//   NT_SOFTMAX 1: gemm_nt is built for a softmax layer of at most NT_J outputs (its act is
+//         then not read); 0: not softmax, and the lanes design's launches then use no local
+//         memory and no barrier
 //   ONLY  defined, the build holds of the five blocked kernels (gemm_nt and the four gemm_tn
 //         kernels) only the one defined as ONLY_<its name> (-DONLY -DONLY_gemm_tn_gated),
 //         or none; undefined, all five. A compiler that compiles every kernel of a program
@@ -192,7 +193,7 @@ inline int2 k_slice(int nk)
 #if !TN_LANES
 #if !defined(ONLY) || defined(ONLY_gemm_nt)
 // C = act(A B^T + bias) with A (ni x nk), B (nj x nk), C (ni x nj), all row-major; softmax
-// (act ACT_SOFTMAX) only where nj <= NT_J (wider rows: softmax_rows afterwards).
+// built with NT_SOFTMAX, for nj <= NT_J (wider rows: softmax_rows afterwards).
 // One work-item per tile of NT_I rows of A x NT_J rows of B: NT_I * NT_J vector
 // accumulators, each step loading one vector from each of the NT_I + NT_J rows; the lanes
 // are summed at the end (sum_lanes4). Dimension 0 runs over the row blocks of A, so that
@@ -259,7 +260,7 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         if (i0 + i >= ni || j0 >= nj)
             break;
         float4 z = sum[i] + add;
-        float4 out = act == ACT_SOFTMAX && nj <= NT_J ? softmax4(z, nj) : activate4(z, act);
+        float4 out = NT_SOFTMAX ? softmax4(z, nj) : activate4(z, act);
         global float *cr = c + (size_t)(i0 + i) * nj + j0;
         if (j0 + 4 <= nj) {
             STORE4(out, cr);

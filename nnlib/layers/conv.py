@@ -113,7 +113,7 @@ def _measure_tile(rt, tile: dict, part: str) -> float:
 def complex_tiles(rt) -> dict:
     """The tiles of the register-blocked complex kernels on ``rt``'s device, by part
     (TILE_PARTS), each tuned on its own: the forward and the gradients run different loops,
-    and on an AVX2 CPU the forward's best work-group is twice the gradients'."""
+    whose best tiles (work-group, filters per work-item) need not be the same."""
     candidates = tile_candidates(rt)
     return {part: tuning.tuned(rt, "conv.complex", part, candidates,
                                lambda tile, part=part: _measure_tile(rt, tile, part),
@@ -337,7 +337,7 @@ class ComplexConv1d(_Conv1dBase):
         """Positions (or taps) per work-item of ``part``'s step-1 kernels: CV, 1 in the lanes
         design."""
         tile = self._tiles[part]
-        return tile.get("CV", 1) if design(tile) == "blocked" else 1
+        return 1 if design(tile) == "lanes" else tile["CV"]
 
     def _local(self, launcher, dims: int, part: str):
         """The local size of a step-1 kernel of ``part``: None (the launcher chooses) for

@@ -19,7 +19,7 @@ from .dense_params import (PRODUCTS, TUNE_ACTIVATION, TUNE_ALSO, TUNE_SHAPE, bui
 
 NT_J = 4  # outputs of a row per work-item of gemm_nt (kernels/dense.cl)
 # gemm_nt's build for a softmax layer it finishes itself (the lanes design gathers the rows in
-# local memory behind a barrier, which its other launches go without)
+# local memory behind a barrier, which its other builds go without)
 NT_SOFTMAX = ("-DNT_SOFTMAX=1",)
 
 
