@@ -11,9 +11,9 @@ BEAM search does).
 
 Where results live: ``$XDG_CACHE_HOME/nnlib/tuning/`` (default ``~/.cache/nnlib/tuning/``),
 or ``$NNLIB_TUNING_DIR``; one file per device key (platform name and version, device name,
-driver version, number of compute units and the ``NNLIB_PROFILE`` value). A result holds for
-the kernel source it was measured on: when ``kernels/<topic>.cl`` or a shared header changes,
-the family searches again.
+driver version, number of compute units and the runtime's profile, from ``NNLIB_PROFILE`` or
+``Runtime(profile=...)``). A result holds for the kernel source it was measured on: when
+``kernels/<topic>.cl`` or a shared header changes, the family searches again.
 
 ``NNLIB_TUNE`` (or :func:`set_mode`) controls it:
   ``1`` (default)  search on first use, then read the cache;
@@ -106,10 +106,14 @@ def device_key(rt) -> dict:
     a CPU's threads in a container) means another search."""
     d = rt.device
     cap = getattr(rt, "cap", None)
+    # the runtime's profile ("" for the device's own limits), which Runtime(profile=...) may
+    # set apart from NNLIB_PROFILE: its candidates, and so its results, are the profile's
+    from .environment import profile_from_env  # here: nnlib.environment imports this module
+    profile = getattr(rt, "profile", None) or profile_from_env()
     return {"platform": d.platform.name.strip(), "platform_version": d.platform.version.strip(),
             "device": d.name.strip(), "driver": d.driver_version.strip(),
             "compute_units": d.max_compute_units,
-            "profile": os.environ.get("NNLIB_PROFILE", ""),
+            "profile": "" if profile == "device" else profile,
             **({"max_work_group": cap} if cap is not None else {}),
             **({"target": target} if (target := os.environ.get(TARGET_VARIABLE)) else {})}
 

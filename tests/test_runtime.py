@@ -128,6 +128,17 @@ def test_a_compile_target_is_part_of_the_device_id(rt, monkeypatch):
     assert tuning.device_key(rt) == dict(key, target="core-avx2")
 
 
+def test_a_runtimes_own_profile_keeps_its_tuning_results_apart(rt):
+    """A runtime made with profile="gpu" (notebook 03 makes one beside the default) is tuned
+    among the GPU profile's candidates: its results go to the file NNLIB_PROFILE=gpu uses, not
+    to the device's own, whatever the environment says (sharing one, each runtime found the
+    other's parameters outside its candidates and searched again)."""
+    own = runtime.Runtime(rt.device, profile="device")
+    gpu = runtime.Runtime(rt.device, profile="gpu")
+    assert tuning.device_key(own)["profile"] == "" and tuning.device_key(gpu)["profile"] == "gpu"
+    assert tuning.cache_file(own) != tuning.cache_file(gpu)
+
+
 def test_a_program_built_for_another_target_is_not_taken_from_the_binary_cache(tmp_path):
     """Under CL_CONFIG_CPU_TARGET_ARCH every build carries the target as a define, so that
     pyopencl's binary cache, whose key holds the source and the options only, does not hand
