@@ -108,8 +108,9 @@ def device_key(rt) -> dict:
     cap = getattr(rt, "cap", None)
     # the runtime's profile ("" for the device's own limits), which Runtime(profile=...) may
     # set apart from NNLIB_PROFILE: its candidates, and so its results, are the profile's
-    from .environment import profile_from_env  # here: nnlib.environment imports this module
-    profile = getattr(rt, "profile", None) or profile_from_env()
+    profile = getattr(rt, "profile", None)
+    if profile is None:  # not a Runtime: the environment's
+        profile = os.environ.get("NNLIB_PROFILE", "")
     return {"platform": d.platform.name.strip(), "platform_version": d.platform.version.strip(),
             "device": d.name.strip(), "driver": d.driver_version.strip(),
             "compute_units": d.max_compute_units,
