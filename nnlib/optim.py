@@ -32,7 +32,12 @@ from .parameter import FlatLayout, Parameter
 from .registry import OPTIMIZERS
 from .sizes import ceil_div, vector_width
 
-TUNE_SIZE = 1 << 18  # elements of the tuning problem (the benchmarks' MLP has 255k)
+TUNE_SIZE = 1 << 18  # elements of the tuning problem's Adam step (the benchmarks' MLP has 255k)
+# Elements of its SGD step (with momentum): notebook 02's 240-128-64-3 network has 39k, in
+# the caches, where the loads' form matters more than at TUNE_SIZE: on Intel's CPU runtime
+# VW 8 with loads by hand tied the fastest at TUNE_SIZE and ran sgd_update several times
+# slower here.
+SMALL_TUNE_SIZE = 40_000
 # Vectors of VW gradient elements per work-item of check_finite: a CPU runtime pays for each
 # work-item it runs, more than one vector's check costs (nnlib.bench.profile_step shows the
 # check's time in a step).
@@ -76,31 +81,39 @@ def kernel_options(params: dict, n: int | None = None) -> tuple:
 
 
 def measure(rt, params: dict) -> float:
-    """Seconds per Adam step of TUNE_SIZE elements with ``params``: the two launches a step
-    runs, the finiteness check and the update."""
-    check, update = (rt.launcher("optim", name, kernel_options(params, TUNE_SIZE))
-                     for name in ("check_finite", "adam_update"))
+    """Seconds of an Adam step of TUNE_SIZE elements and an SGD step (momentum) of
+    SMALL_TUNE_SIZE with ``params``: each the two launches a step runs, the finiteness check
+    and the update."""
+    check, adam, sgd = (rt.launcher("optim", name, kernel_options(params, size))
+                        for name, size in (("check_finite", TUNE_SIZE), ("adam_update", TUNE_SIZE),
+                                           ("sgd_update", SMALL_TUNE_SIZE)))
     w, g, m, v = (rt.zeros((TUNE_SIZE,)) for _ in range(4))
     skip = rt.zeros((2,), dtype=np.int32)  # no gradient is flagged: it stays 0, as last
-    f32, n = np.float32, TUNE_SIZE
-    grid = (ceil_div(n, params["VW"]),)
+    f32, vw = np.float32, params["VW"]
 
     def local(kernel):
         return (min(params["LOCAL"], kernel.work_group_size),) if params["LOCAL"] else None
 
     def run():
-        check((ceil_div(n, params["VW"] * CHECK_VECTORS),), local(check), g.data, np.int32(n),
-              skip.data, skip.data)
-        update(grid, local(update), w.data, g.data, m.data, v.data, skip.data, np.int32(n),
-               f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0), np.int32(0), f32(1e-3),
-               f32(1))
+        for n in (TUNE_SIZE, SMALL_TUNE_SIZE):
+            check((ceil_div(n, vw * CHECK_VECTORS),), local(check), g.data, np.int32(n),
+                  skip.data, skip.data)
+            grid = (ceil_div(n, vw),)
+            if n == TUNE_SIZE:
+                adam(grid, local(adam), w.data, g.data, m.data, v.data, skip.data,
+                     np.int32(n), f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0),
+                     np.int32(0), f32(1e-3), f32(1))
+            else:
+                sgd(grid, local(sgd), w.data, g.data, m.data, skip.data, np.int32(n),
+                    f32(1e-2), f32(0.9), np.int32(0), f32(0))
     return tuning.time_launches(run, rt.queue.finish, launches=10)
 
 
 def elementwise_params(rt) -> dict:
     """The parameters of the elementwise update kernels on ``rt``'s device (tuned)."""
     return tuning.tuned(rt, "optim.elementwise", "flat", candidates(rt),
-                        lambda p: measure(rt, p), default_params(rt))
+                        lambda p: measure(rt, p), default_params(rt),
+                        problem={"adam": TUNE_SIZE, "sgd": SMALL_TUNE_SIZE})
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # the kernels take hyperparameters as float
