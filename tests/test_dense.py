@@ -15,7 +15,8 @@ from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, bu
 from nnlib.layers.dense_blocked import BlockedDenseKernels
 from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORWARD_YT_TILES,
                                        K_BLOCK, MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP,
-                                       SMALL_KERNELS, TUNE_ALSO, WEIGHT_REGISTER_GROUP,
+                                       SMALL_KERNELS, TUNE_ALSO, TWO_ROW_GROUP,
+                                       WEIGHT_REGISTER_GROUP,
                                        forward_yt_params, k_slices, lanes_by_default,
                                        lanes_candidates, lanes_params)
 
@@ -332,7 +333,7 @@ def test_lanes_softmax_waits_for_every_lane_of_its_work_group(rt, rng):
 
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
     """The search space: tile rows per batch class, both load styles, fma, two widths, two
-    work-group sizes, the gradients with and without a local-memory k-block; the default is
+    work-group sizes (three with the register tiles), the gradients with and without a local-memory k-block; the default is
     always a candidate."""
     for product in PRODUCTS:
         for shape in TUNE_SHAPE:
@@ -342,9 +343,14 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
             lanes = lanes_candidates(rt, product, shape)
             assert all(c in everything for c in lanes) == lanes_by_default(rt) == \
                 (lanes_params(rt, product, shape) in everything)
-            for key in ("VLOAD", "FMA", "VW", "LOCAL"):
+            for key in ("VLOAD", "FMA", "VW"):
                 one_width = key == "VW" and rt.limits.widest_vector < 8  # dense.cl needs 4+
                 assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
+            # the default's and four times it; register_tiles' TWO_ROW_GROUP on a compiler
+            # that vectorises across work-items
+            groups = {c["LOCAL"] for c in found}
+            base = default_params(rt, product, shape, lanes=False)["LOCAL"]
+            assert {base, 4 * base} <= groups <= {base, 4 * base, TWO_ROW_GROUP}, (product, shape)
             if product != "forward":
                 assert 0 in {c["TN_KB"] for c in found} and len({c["TN_KB"] for c in found}) > 1
             assert {c.get("DZT", 0) for c in found} == ({0, 1} if product == "weight" else {0})
@@ -393,7 +399,8 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
     dZ a candidate), and the forward 2 rows of x at width 8; at batch 1 (1 x 8
     accumulators) and with 16 lanes (AVX-512: 32 registers) the lanes design stays. Each
     default is a candidate, and the register tiles are candidates with 16 lanes too, in
-    work-groups of the default's size."""
+    work-groups of the default's size; so are the gradients' 2 rows of 2 vectors, with
+    k-blocks, in work-groups of TWO_ROW_GROUP."""
     avx2, avx512 = cpu_vectorising_work_items(rt, 8), cpu_vectorising_work_items(rt, 16)
     assert avx2.limits.few_vector_registers and not avx512.limits.few_vector_registers
     for shape in ("b4", "b64", "small", "tall"):
@@ -411,6 +418,10 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
             on_dz = {k: v for k, v in got.items() if k != "DZT"}
             both = (on_dz, dict(on_dz, DZT=1))  # dZ in place and transposed first
             assert all(c in candidates(avx2, product, shape) for c in both) == weight
+            two = [c for c in candidates(avx2, product, shape)
+                   if [c.get(k) for k in ("TN_R", "TN_V", "VW", "LOCAL")] == [2, 2, 16, TWO_ROW_GROUP]]
+            assert [(c["TN_KB"], c.get("DZT", 0)) for c in two] == \
+                [(block // 2, 0) if product == "input" else (4 * block, 1)]
         forward = default_params(avx2, "forward", shape)
         assert (forward["NT_I"], forward["VW"]) == (2, 8)
         assert forward in candidates(avx512, "forward", shape)

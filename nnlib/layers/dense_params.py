@@ -259,23 +259,35 @@ REGISTER_GROUP = 16
 WEIGHT_REGISTER_GROUP = 64
 
 
+# The work-group of the gradients' tiles of 2 rows of 2 vectors (register_tiles).
+TWO_ROW_GROUP = 64
+
+
 def register_tiles(rt, product: str, base: dict) -> list:
     """Tiles for the 16 vector registers of an AVX2 CPU (``base`` with other tiles), on a
     compiler that vectorises across work-items (Intel's runtime; none elsewhere), where the
     lanes design's 16 accumulators and AVX-512's tiles spill. At the widest width w the
     compiler emits (16 floats, two AVX2 registers): the gradients' 6 rows of one vector (12
     AVX2 registers, the classic 6 x 16 micro-kernel), the weight gradient's on dZ transposed
-    first (DZT), also on x packed into panels (TN_PACKED), and on dZ; the forward's 2 rows of
-    x at width w / 2 (8 accumulators of 4 rows of W) and 1 row at width w."""
+    first (DZT), also on x packed into panels (TN_PACKED), and on dZ; the gradients' 2 rows
+    of 2 vectors (8 AVX2 registers) in work-groups of TWO_ROW_GROUP, with k-blocks in local
+    memory (half the input gradient's K_BLOCK, four times the weight gradient's, on dZ
+    transposed): under the AVX2 emulation (nnlib.bench.emulate) of Intel's runtime on a Xeon
+    they beat the 6 x 16 tiles at batch 64, 1024 -> 1024; the forward's 2 rows of x at width
+    w / 2 (8 accumulators of 4 rows of W) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
         return []
     w = vector_width(rt.limits.explicit_vector_width, WIDTHS)
     if product == "forward":
         return [dict(base, NT_I=2, VW=vector_width(w // 2, WIDTHS)), dict(base, NT_I=1, VW=w)]
     six = {k: v for k, v in base.items() if k != "DZT"} | {"TN_R": 6, "TN_V": 1, "VW": w}
+    kb = K_BLOCK[product] // 2 if product == "input" else 4 * K_BLOCK[product]
+    fits = kb * 2 * w * 4 <= rt.limits.local_mem_size  # its k-block's panel of 2 vectors
+    two = [dict(six, TN_R=2, TN_V=2, LOCAL=TWO_ROW_GROUP, TN_KB=kb)] if fits else []
     if product != "weight":
-        return [six]
-    return [dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six]
+        return [six, *two]
+    return [dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six,
+            *(dict(c, DZT=1) for c in two)]
 
 
 def lanes_by_default(rt) -> bool:
