@@ -771,8 +771,10 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # is the harder one. On 2 cores of an Intel Xeon with AVX-512 and AMX (2026-12-02) it was the other
 # way round: numpy ran the layer at 167-206 GFLOP/s with its AVX-512 code and 140-166 with its AVX2
 # code, and Intel's runtime measured 1.04-1.12x numpy in plain runs and 0.83-0.88x under the
-# emulation; on a quiet machine on 2026-12-06, 1.02-1.12x and 0.86-0.88x (the stored files drawn
-# above).
+# emulation; on a quiet machine on 2026-12-06, 1.02-1.12x and 0.86-0.88x. On 2026-12-07 the tuner
+# also tried the gradients in tiles of 2 rows of two 16-float vectors (8 AVX2 registers) and took
+# them under the emulation: 1.07x native and 0.88-0.96x emulated over four runs (the stored files
+# drawn above).
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion
