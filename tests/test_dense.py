@@ -12,7 +12,7 @@ from nnlib import reference as ref
 from nnlib.activations import BY_NAME
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
-from nnlib.layers.dense_blocked import BlockedDenseKernels
+from nnlib.layers.dense_blocked import TRANSPOSE_GROUP, BlockedDenseKernels, transpose_group
 from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORWARD_YT_TILES,
                                        K_BLOCK, MAX_K_SLICES, MIN_K_SLICE, REGISTER_GROUP,
                                        SMALL_KERNELS, TUNE_ALSO, TWO_ROW_GROUP,
@@ -467,24 +467,41 @@ def test_each_build_holds_only_the_blocked_kernel_it_launches(rt):
 
 
 @pytest.mark.parametrize("kernel", ["transpose", "transpose_by_columns", "transpose_bias_act"])
-def test_transpose_matches_numpy(rt, rng, kernel):
+@pytest.mark.parametrize("group", ["the launcher's", "transpose_group"])
+def test_transpose_matches_numpy(rt, rng, kernel, group):
     """The transposes of dZ (DZT) and of X, and Y's from Y^T with bias and tanh (FWD_YT):
     partial 4 x 4 blocks at both edges, one row, one column, and more rows and more columns
-    than a work-group holds work-items."""
+    than a work-group holds work-items; in the launcher's work-groups and in the tiles of
+    transpose_group, which the dense layer launches them in."""
     launcher = rt.launcher("dense", kernel, SMALL_KERNELS)
+    local = transpose_group(launcher) if group == "transpose_group" else None
     big = 4 * rt.max_work_group_size + 5
-    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6), (5, big)]:
+    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6), (5, big),
+                       (37, 131)]:
         a = rng.standard_normal((rows, cols)).astype(np.float32)
         bias = rng.standard_normal(rows).astype(np.float32)
         out, blocks = rt.empty((cols, rows)), ((rows + 3) // 4, (cols + 3) // 4)
         args = [rt.to_device(a).data, out.data, np.int32(rows), np.int32(cols)]
         if kernel == "transpose_bias_act":
-            launcher(blocks, None, *args, rt.to_device(bias).data, np.int32(BY_NAME["tanh"].code))
+            launcher(blocks, local, *args, rt.to_device(bias).data,
+                     np.int32(BY_NAME["tanh"].code))
             want = ref.activate((a.astype(np.float64) + bias[:, None]).T, "tanh")
             np.testing.assert_allclose(out.get(), want, rtol=1e-5, atol=1e-6)
             continue
-        launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, None, *args)
+        launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, local, *args)
         np.testing.assert_array_equal(out.get(), a.T)
+
+
+def test_transpose_group_fits_the_launchers_limits():
+    """TRANSPOSE_GROUP where it fits; halved along its longer side until it fits a smaller
+    work-group or dimension limit, never below one work-item."""
+    def fake(size, items):
+        return SimpleNamespace(work_group_size=size, max_work_item_sizes=items)
+    assert transpose_group(fake(1024, (1024, 1024, 64))) == TRANSPOSE_GROUP == (8, 32)
+    assert transpose_group(fake(64, (64, 64, 64))) == (8, 8)
+    assert transpose_group(fake(256, (256, 4, 1))) == (8, 4)
+    assert transpose_group(fake(16, (4, 16, 1))) == (4, 4)
+    assert transpose_group(fake(1, (1, 1, 1))) == (1, 1)
 
 
 @pytest.mark.parametrize("local_kib", [None, 48, 16])
