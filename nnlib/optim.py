@@ -85,7 +85,8 @@ def measure(rt, params: dict) -> float:
     SMALL_TUNE_SIZE with ``params``: each the two launches a step runs, the finiteness check
     and the update."""
     check, adam, sgd = (rt.launcher("optim", name, kernel_options(params, size))
-                        for name, size in (("check_finite", TUNE_SIZE), ("adam_update", TUNE_SIZE),
+                        for name, size in (("check_finite", TUNE_SIZE),
+                                           ("adam_update", TUNE_SIZE),
                                            ("sgd_update", SMALL_TUNE_SIZE)))
     w, g, m, v = (rt.zeros((TUNE_SIZE,)) for _ in range(4))
     skip = rt.zeros((2,), dtype=np.int32)  # no gradient is flagged: it stays 0, as last
@@ -94,18 +95,18 @@ def measure(rt, params: dict) -> float:
     def local(kernel):
         return (min(params["LOCAL"], kernel.work_group_size),) if params["LOCAL"] else None
 
+    def checked(n):  # the step's check of n gradient elements; returns its update's grid
+        check((ceil_div(n, vw * CHECK_VECTORS),), local(check), g.data, np.int32(n),
+              skip.data, skip.data)
+        return (ceil_div(n, vw),)
+
     def run():
-        for n in (TUNE_SIZE, SMALL_TUNE_SIZE):
-            check((ceil_div(n, vw * CHECK_VECTORS),), local(check), g.data, np.int32(n),
-                  skip.data, skip.data)
-            grid = (ceil_div(n, vw),)
-            if n == TUNE_SIZE:
-                adam(grid, local(adam), w.data, g.data, m.data, v.data, skip.data,
-                     np.int32(n), f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0),
-                     np.int32(0), f32(1e-3), f32(1))
-            else:
-                sgd(grid, local(sgd), w.data, g.data, m.data, skip.data, np.int32(n),
-                    f32(1e-2), f32(0.9), np.int32(0), f32(0))
+        n = TUNE_SIZE
+        adam(checked(n), local(adam), w.data, g.data, m.data, v.data, skip.data, np.int32(n),
+             f32(1e-3), f32(0.9), f32(0.999), f32(1e-8), f32(0), np.int32(0), f32(1e-3), f32(1))
+        n = SMALL_TUNE_SIZE
+        sgd(checked(n), local(sgd), w.data, g.data, m.data, skip.data, np.int32(n), f32(1e-2),
+            f32(0.9), np.int32(0), f32(0))
     return tuning.time_launches(run, rt.queue.finish, launches=10)
 
 

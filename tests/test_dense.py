@@ -333,7 +333,8 @@ def test_lanes_softmax_waits_for_every_lane_of_its_work_group(rt, rng):
 
 def test_candidates_cover_the_choices_the_kernel_offers(rt):
     """The search space: tile rows per batch class, both load styles, fma, two widths, two
-    work-group sizes (three with the register tiles), the gradients with and without a local-memory k-block; the default is
+    work-group sizes (three with the register tiles), the gradients with and without a
+    local-memory k-block; the default is
     always a candidate."""
     for product in PRODUCTS:
         for shape in TUNE_SHAPE:
@@ -418,8 +419,9 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
             on_dz = {k: v for k, v in got.items() if k != "DZT"}
             both = (on_dz, dict(on_dz, DZT=1))  # dZ in place and transposed first
             assert all(c in candidates(avx2, product, shape) for c in both) == weight
+            tile = ("TN_R", "TN_V", "VW", "LOCAL")
             two = [c for c in candidates(avx2, product, shape)
-                   if [c.get(k) for k in ("TN_R", "TN_V", "VW", "LOCAL")] == [2, 2, 16, TWO_ROW_GROUP]]
+                   if [c.get(k) for k in tile] == [2, 2, 16, TWO_ROW_GROUP]]
             assert [(c["TN_KB"], c.get("DZT", 0)) for c in two] == \
                 [(block // 2, 0) if product == "input" else (4 * block, 1)]
         forward = default_params(avx2, "forward", shape)

@@ -136,15 +136,13 @@ class BlockedDenseKernels:
         i32 = np.int32
         x_t, y_t = self.runtime.empty((n_in, batch)), self.runtime.empty((n_out, batch))
         launcher = self.runtime.launcher
-        by_columns = launcher("dense", "transpose_by_columns", small_options(self.runtime))
-        by_columns((ceil_div(n_in, 4), ceil_div(batch, 4)), transpose_group(by_columns),
-                   x.data, x_t.data, i32(batch), i32(n_in))
+        self._transpose("transpose_by_columns", (ceil_div(n_in, 4), ceil_div(batch, 4)),
+                        x.data, x_t.data, i32(batch), i32(n_in))
         self._tn("forward", "gemm_tn", batch, n_in * n_out, w, 1, n_in, x_t, y_t, n_out, batch,
                  n_in, i32(0))
-        back = launcher("dense", "transpose_bias_act", small_options(self.runtime))
-        event = back((ceil_div(n_out, 4), ceil_div(batch, 4)), transpose_group(back),
-                     y_t.data, y.data, i32(n_out), i32(batch), b.data,
-                     i32(act))  # softmax passes through
+        event = self._transpose("transpose_bias_act", (ceil_div(n_out, 4), ceil_div(batch, 4)),
+                                y_t.data, y.data, i32(n_out), i32(batch), b.data,
+                                i32(act))  # softmax passes through
         if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
             return launcher("activation", "softmax_rows")((batch,), None, y.data, i32(batch),
                                                           i32(n_out))
@@ -159,9 +157,8 @@ class BlockedDenseKernels:
         i32 = np.int32
         w_t = self.runtime.empty((n_in, n_out))
         launcher = self.runtime.launcher
-        transpose = launcher("dense", "transpose", small_options(self.runtime))
-        transpose((ceil_div(n_out, 4), ceil_div(n_in, 4)), transpose_group(transpose), w.data,
-                  w_t.data, i32(n_out), i32(n_in))
+        self._transpose("transpose", (ceil_div(n_out, 4), ceil_div(n_in, 4)), w.data,
+                        w_t.data, i32(n_out), i32(n_in))
         event = self._tn("forward", "gemm_tn_bias", batch, n_in * n_out, x, 1, n_in, w_t, y,
                          batch, n_out, n_in, b.data, i32(act))
         if act == ACTIVATIONS["softmax"] and self.softmax_in_forward(n_out):
@@ -244,12 +241,16 @@ class BlockedDenseKernels:
         rows, cols = dz.shape
         out, grid = self.runtime.empty((cols, rows)), (ceil_div(rows, 4), ceil_div(cols, 4))
         by_columns = self.runtime.limits.vectorises_across_work_items
-        transpose = self.runtime.launcher(
-            "dense", "transpose_by_columns" if by_columns else "transpose",
-            small_options(self.runtime))
-        transpose(grid[::-1] if by_columns else grid, transpose_group(transpose), dz.data,
-                  out.data, np.int32(rows), np.int32(cols))
+        self._transpose("transpose_by_columns" if by_columns else "transpose",
+                        grid[::-1] if by_columns else grid, dz.data, out.data,
+                        np.int32(rows), np.int32(cols))
         return out
+
+    def _transpose(self, kernel: str, blocks: tuple, *args):
+        """Enqueue dense.cl's transpose ``kernel`` over ``blocks`` (4 x 4 blocks along its
+        two dimensions) in work-groups of :func:`transpose_group`."""
+        launcher = self.runtime.launcher("dense", kernel, small_options(self.runtime))
+        return launcher(blocks, transpose_group(launcher), *args)
 
     def pack_panels(self, b, params: dict):
         """``b`` (nk x ncols) packed for gemm_tn with ``params`` (TN_PACKED): panels of
