@@ -773,8 +773,9 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # code, and Intel's runtime measured 1.04-1.12x numpy in plain runs and 0.83-0.88x under the
 # emulation; on a quiet machine on 2026-12-06, 1.02-1.12x and 0.86-0.88x. On 2026-12-07 the tuner
 # also tried the gradients in tiles of 2 rows of two 16-float vectors (8 AVX2 registers) and took
-# them under the emulation: 1.04-1.07x native and 0.88-0.96x emulated over five runs (the stored files
-# drawn above).
+# them under the emulation: 1.04-1.07x native and 0.88-0.96x emulated over five runs. Timed with
+# the gradients written rather than added to earlier ones, as a training step writes them (and
+# as the stored files drawn above were measured), 0.99-1.08x and 0.90-0.93x over four runs.
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion

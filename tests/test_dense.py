@@ -71,12 +71,18 @@ def test_variants_agree_on_a_large_batch(rt, rng):
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
 
 
-def test_backward_accumulates_gradients(rt, rng):
-    layer, x, dy, _, _ = run_layer(rt, "blocked", "tanh", 3, 6, 4, rng)
-    once = layer.weight.grad.get()
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_backward_accumulates_gradients_or_overwrites_them(rt, rng, variant):
+    layer, x, dy, _, _ = run_layer(rt, variant, "tanh", 3, 6, 4, rng)
+    once = [p.grad.get() for p in (layer.weight, layer.bias)]
     layer.forward(x)
     layer.backward(dy)
-    np.testing.assert_allclose(layer.weight.grad.get(), 2 * once, rtol=1e-6)
+    for p, g in zip((layer.weight, layer.bias), once):
+        np.testing.assert_allclose(p.grad.get(), 2 * g, rtol=1e-6)
+    layer.forward(x)
+    layer.backward(dy, accumulate=False)
+    for p, g in zip((layer.weight, layer.bias), once):
+        np.testing.assert_allclose(p.grad.get(), g, rtol=1e-6)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -8,7 +8,9 @@ and weight gradients), as wall-clock medians (one wait for the device per pass) 
 on the device; numpy with 1 and 2 BLAS threads (threadpoolctl) and PyTorch CPU with 2
 threads, in the same run, taking turns (interleaved repeats). The article's kernel runs up to
 --article-max-width. With --products, each product of the blocked design alone (forward, input
-gradient dz W, weight gradient dz^T x) against numpy's same product (2 BLAS threads).
+gradient dz W, weight gradient dz^T x) against numpy's same product (2 BLAS threads). The
+gradients are written, not added to earlier ones (``accumulate=False``), as in a training step
+of Sequential and as numpy's products make new arrays.
 Prints the CPU, the OpenCL build and the tuned kernel parameters. With
 several --pocl-threads values each runs in its own process (PoCL reads the variable once)
 and the table ends with the blocked kernel's thread speedup. Writes build/bench/dense.json.
@@ -34,7 +36,7 @@ def numpy_step(x, w, dy, backward, tanh=np.tanh):
 
 def product_runs(rt, layer, x, dy, w):
     """Each of the blocked design's three products alone (data on the device, the bias sum with
-    the weight gradient, as in a backward pass) and numpy's same product."""
+    the weight gradient, both written as in a training step) and numpy's same product."""
     kernels, dev = layer.kernels, {"x": rt.to_device(x), "dz": rt.to_device(dy)}
     y, dx = rt.empty((x.shape[0], w.shape[0])), rt.empty(x.shape)
     weight, bias = layer.weight, layer.bias
@@ -50,7 +52,7 @@ def product_runs(rt, layer, x, dy, w):
         "input": (wait(lambda: kernels.backward_input(dev["dz"], weight.value, dx)),
                   lambda: dy @ w),
         "weight": (wait(lambda: kernels.backward_weight(dev["dz"], dev["x"], weight.grad,
-                                                        bias.grad)),
+                                                        bias.grad, accumulate=False)),
                    lambda: dy.T @ x)}
 
 
@@ -117,7 +119,7 @@ def main(argv=None):
                     def run(layer=layer):
                         layer.forward(x_dev)
                         if backward:
-                            layer.backward(dy_dev)
+                            layer.backward(dy_dev, accumulate=False)
                         rt.queue.finish()
                     runs[v] = run
                 for threads in (1, 2):

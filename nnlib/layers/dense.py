@@ -116,9 +116,9 @@ class Dense(Layer):
         self.save_for_backward(x, y, s)
         return y
 
-    def backward(self, grad_out, into=None):
-        """dL/dx from dL/dy; accumulates weight.grad and bias.grad. ``into``: see
-        :meth:`backward_preactivation`."""
+    def backward(self, grad_out, into=None, accumulate: bool = True):
+        """dL/dx from dL/dy; accumulates weight.grad and bias.grad (overwrites them with
+        ``accumulate=False``). ``into``: see :meth:`backward_preactivation`."""
         _, y, s = self.saved()
         dy = self.runtime.to_device(grad_out, "Dense grad_out", shape=y.shape)
         if self.act == ACTIVATIONS["softmax"]:
@@ -128,7 +128,7 @@ class Dense(Layer):
                                    np.int32(rows), np.int32(cols))
         else:
             dz = self._activation.backward(s, dy)
-        return self.backward_preactivation(dz, into=into)
+        return self.backward_preactivation(dz, accumulate=accumulate, into=into)
 
     def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
                                accumulate: bool = True, into=None):
