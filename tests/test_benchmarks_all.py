@@ -194,6 +194,33 @@ def test_the_goal_table_has_a_row_per_measured_case_with_its_target():
     assert table[1].split()[:6] == ["dense", "width", "1024,", "batch", "64", "1.50x"]
 
 
+def test_several_runs_keep_each_cases_median_run_and_every_ratio():
+    meta = {"device": "pthread-AMD EPYC", "platform_version": "OpenCL 3.0 PoCL 3.0-rc2  Linux"}
+    commands = {bench: f"python -m nnlib.bench.{bench}" for bench in bench_all.RUNS}
+
+    def run(dense, fused, layers):
+        fake = fake_results(official=False)
+        fake["dense"][0] = dict(fake["dense"][0], blocked=dense, numpy_2=1.0)
+        fake["seed_experiment"][1] = dict(fake["seed_experiment"][1],
+                                          mini_batch_fused_vs_numpy=fused,
+                                          mini_batch_layers_vs_numpy=layers)
+        return goals.goal_rows(fake, meta, commands, {"catch_speed": "needs --official-path"})
+    tables = [run(1.03, 0.9, 1.2), run(0.97, 1.3, 1.0), run(1.01, 0.8, 0.95)]
+    rows = {(r["goal"], r["case"]): r for r in goals.median_run(tables)}
+    dense = rows["dense", "width 1024, batch 64"]
+    assert (dense["ratio"], dense["status"], dense["ratios"]) == (1.01, "met", [1.03, 0.97, 1.01])
+    fit = rows["fit_mini_batch", "mini-batch epoch"]  # each run's faster path: 1.2, 1.3, 0.95
+    assert (fit["ratio"], fit["note"], fit["ratios"]) == (1.2, "layers path", [1.2, 1.3, 0.95])
+    catch = rows["catch", ""]
+    assert (catch["ratio"], catch["status"], catch["ratios"]) == (None, "not measured", [None] * 3)
+    assert list(rows) == [(r["goal"], r["case"]) for r in tables[0]]  # the goals' order
+    assert goals.median_run(tables[:2])[0]["ratio"] == 0.97  # of two, the lower
+    assert goals.median_run(tables[:1]) == [dict(r, ratios=[r["ratio"]]) for r in tables[0]]
+    line = goals.format_rows(goals.median_run(tables)).splitlines()[1]
+    assert line.split()[5] == "1.01x" and "runs 0.97-1.03x" in line
+    assert "runs" not in goals.format_rows(goals.median_run(tables[:1])).splitlines()[1]
+
+
 def test_the_printed_targets_are_the_goal_table():
     lines = goals.format_targets().splitlines()[1:]
     assert [line.split()[:2] for line in lines] == \
@@ -227,6 +254,16 @@ def test_the_command_runs_each_benchmark_and_names_no_local_folder(tmp_path, mon
     assert all(argv == ["--quick-run"] for _, argv in calls)
     [catch] = [r for r in result["goals"] if r["goal"] == "catch"]
     assert catch["status"] == "not measured" and "--official-path" in catch["note"]
+    assert "runs" not in result["meta"]
+    calls.clear()
+    result = bench_all.main(["--quick", "--runs", "2"])  # every benchmark, round after round
+    assert [bench for bench, _ in calls] == 2 * [b for b in bench_all.RUNS if b != "catch_speed"]
+    assert result["meta"]["runs"] == 2
+    assert all(len(r["ratios"]) == 2 for r in result["goals"])
+    assert "median of 2 runs" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench_all.main(["--runs", "0"])
+    assert "--runs must be at least 1" in capsys.readouterr().err
 
 
 def test_a_folder_without_the_official_catch_is_refused_before_any_benchmark(

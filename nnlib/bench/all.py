@@ -1,6 +1,6 @@
 """Every speed goal (nnlib.bench.goals) measured in one command, and the figures it keeps.
 
-    python -m nnlib.bench.all [--store] [--official-path DIR]   # PYOPENCL_CTX picks the device
+    python -m nnlib.bench.all [--store] [--runs 3] [--official-path DIR]   # PYOPENCL_CTX picks
 
 Runs, on the default OpenCL device, each goal's benchmark through its ``main(argv)``: the
 dense layer (width 1024; numpy and PyTorch in the same run), one MLP training step at batch
@@ -9,9 +9,12 @@ against the official PyTorch model (only with ``--official-path``, a checkout of
 decisionintelligence/CATCH; "not measured" without one), and launch costs. Then prints one
 table: each goal's measured ratio, its target, met or NOT met, and the command that
 reproduces the row. ``--quick`` runs tiny variants (a smoke test, seconds; its ratios mean
-nothing). With ``--store`` it writes ``nnlib/bench/stored/<name>.json``: "meta" (the device,
-its platform and driver, the CPU model and its vector ISA, the date, PoCL's POCL_AFFINITY), the
-table ("goals") and each benchmark's rows; where that file exists and numpy's own dense pass
+nothing). ``--runs N`` runs them all N times over: each goal's ratio is then its median run's,
+printed with the runs' range (a ratio near its target can fall either side of it from one
+run to the next). With ``--store`` it writes ``nnlib/bench/stored/<name>.json``: "meta" (the
+device, its platform and driver, the CPU model and its vector ISA, the date, PoCL's
+POCL_AFFINITY, the number of runs), the table ("goals") and each benchmark's rows (the last
+run's); where that file exists and numpy's own dense pass
 ran there more than 1 / BASELINE_SHARE times as fast as now (a busier machine: other
 processes, a shared host's neighbours, which move every ratio against numpy), it keeps the
 file, says why and exits with status 1 (``--replace`` stores the run anyway). Notebook 03
@@ -161,27 +164,35 @@ def command(module: str, argv: list, meta: dict) -> str:
     return f"{env}python -m {runner}{module} {shlex.join(argv)}".rstrip()
 
 
-def run(quick: bool = False, official: str | None = None) -> dict:
+def run(quick: bool = False, official: str | None = None, runs: int = 1) -> dict:
     """Every goal's benchmark on the default device: {"meta", "goals": the table's rows,
     and each benchmark's rows under its name}; CATCH only with ``official``. The kernels'
     tuning searches run to their end first (nnlib.tuning.complete_searches): the goals are
-    the tuned kernels', not those of a first run's first seconds of search."""
+    the tuned kernels', not those of a first run's first seconds of search. With ``runs``
+    above 1, all the benchmarks run that many times, one round after another: each goal's row
+    is its median run's (goals.median_run), each benchmark's rows the last run's, and "meta"
+    says how many runs."""
     import nnlib
     from nnlib import tuning
 
     result = {"meta": device_meta(nnlib.get_runtime())}
-    commands, missing = {}, {}
+    if runs > 1:
+        result["meta"]["runs"] = runs
+    commands, missing, tables = {}, {}, []
     with tuning.complete_searches():
-        for bench, (module, fn, quick_argv, full_argv) in RUNS.items():
-            argv = quick_argv if quick else full_argv
-            commands[bench] = command(module, argv, result["meta"])
-            if OFFICIAL in argv and not official:
-                missing[bench] = ("needs --official-path, a checkout of "
-                                  "decisionintelligence/CATCH (and einops)")
-                continue
-            print(f"== {commands[bench]}", flush=True)
-            result[bench] = fn([official if a == OFFICIAL else a for a in argv])
-    result["goals"] = goals.goal_rows(result, result["meta"], commands, missing)
+        for turn in range(runs):
+            for bench, (module, fn, quick_argv, full_argv) in RUNS.items():
+                argv = quick_argv if quick else full_argv
+                commands[bench] = command(module, argv, result["meta"])
+                if OFFICIAL in argv and not official:
+                    missing[bench] = ("needs --official-path, a checkout of "
+                                      "decisionintelligence/CATCH (and einops)")
+                    continue
+                of = f"  (run {turn + 1} of {runs})" if runs > 1 else ""
+                print(f"== {commands[bench]}{of}", flush=True)
+                result[bench] = fn([official if a == OFFICIAL else a for a in argv])
+            tables.append(goals.goal_rows(result, result["meta"], commands, missing))
+    result["goals"] = goals.median_run(tables)
     return result
 
 
@@ -263,6 +274,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--store", action="store_true",
                         help="write nnlib/bench/stored/<name>.json")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="run every benchmark this many times: each goal's ratio is its "
+                        "median run's, with the runs' range")
     parser.add_argument("--official-path", help="a checkout of decisionintelligence/CATCH: "
                         "also time CATCH against it")
     parser.add_argument("--folder", type=Path, default=STORED, help="where --store writes")
@@ -276,7 +290,9 @@ def main(argv=None) -> dict:
             official_classes(args.official_path)
         except (FileNotFoundError, ImportError) as err:
             parser.error(f"--official-path: {err}")
-    result = run(args.quick, args.official_path)
+    if args.runs < 1:
+        parser.error(f"--runs must be at least 1, not {args.runs}")
+    result = run(args.quick, args.official_path, args.runs)
     print("\n" + goals.format_table(result["meta"], result["goals"]))
     if args.store:
         path = args.folder / file_name(result["meta"])

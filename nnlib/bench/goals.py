@@ -118,6 +118,24 @@ def goal_rows(results: dict, device: dict, commands: dict, missing: dict | None 
     return rows
 
 
+def median_run(tables: list) -> list:
+    """The goal rows of several runs of the same benchmarks (``tables``: one list of rows per
+    run, as :func:`goal_rows` gives them) as one table: each (goal, case) takes the row of its
+    median run (of an even count, the lower middle one: a ratio one run measured, with that
+    run's note), with "ratios", every run's ratio in the order of the runs."""
+    cases = {}
+    for rows in tables:
+        for r in rows:
+            cases.setdefault((r["goal"], r["case"]), []).append(r)
+    out = []
+    for same in cases.values():
+        measured = sorted((r for r in same if r["ratio"] is not None), key=lambda r: r["ratio"])
+        row = measured[(len(measured) - 1) // 2] if measured else same[0]
+        out.append({**row, "ratios": [r["ratio"] for r in same]})
+    order = [g.key for g in GOALS]
+    return sorted(out, key=lambda r: order.index(r["goal"]))
+
+
 def format_targets() -> str:
     lines = [f"{'goal':17s} {'target':>7s}  what, against what"]
     lines += [f"{g.key:17s} {g.target:6.1f}x  {g.what}, against {g.baseline}" for g in GOALS]
@@ -127,9 +145,10 @@ def format_targets() -> str:
 def format_table(meta: dict, rows: list) -> str:
     """Who measured (the "meta" of nnlib.bench.all), then the rows."""
     pin = f", POCL_AFFINITY={meta['pocl_affinity']}" if "pocl_affinity" in meta else ""
+    runs = f", median of {meta['runs']} runs" if meta.get("runs", 1) > 1 else ""
     return (f"Speed goals on {meta['device']} ({meta['type']}, {meta['platform']} "
             f"{meta['driver']}, profile {meta['profile']}{pin}); CPU {meta['cpu']} "
-            f"({meta['isa']}); {meta['date']}\n{format_rows(rows)}")
+            f"({meta['isa']}); {meta['date']}{runs}\n{format_rows(rows)}")
 
 
 def format_rows(rows: list) -> str:
@@ -141,10 +160,14 @@ def format_rows(rows: list) -> str:
     lines = [head + "  note"]
     for r in rows:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:6.2f}x"
+        measured = [x for x in r.get("ratios", []) if x is not None]
+        spread = f"runs {min(measured):.2f}-{max(measured):.2f}x" if len(measured) > 1 else ""
+        note = "  ".join(part for part in (spread, r["note"]) if part)
         lines.append(f"{r['goal']:{key}s} {r['case']:{wide}s} {ratio:>7s} {r['target']:6.1f}x  "
-                     f"{r['status']:13s} [{commands.index(r['command']) + 1}]  {r['note']}")
-    lines.append("(ratio: the baseline's time / nnlib's, measured in one run; reproduce a row with "
-                 "its command)")
+                     f"{r['status']:13s} [{commands.index(r['command']) + 1}]  {note}")
+    lines.append("(ratio: the baseline's time / nnlib's, both measured in the same run; of several "
+                 "runs, the median run's, and the runs' range before the note; reproduce a row "
+                 "with its command)")
     lines += [f"[{i + 1}] {c}" for i, c in enumerate(commands)]
     return "\n".join(lines)
 
