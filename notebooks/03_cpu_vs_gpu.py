@@ -533,13 +533,14 @@ print(f"vector width {gpu.vector_width}, work-groups in multiples of {gpu.work_g
 print(goals.format_targets())
 
 # %% [markdown]
-# A reader with a GPU (or another CPU) runs one command, `python -m nnlib.bench.all --store`
-# (`PYOPENCL_CTX` picks the device), which measures every goal, prints the table (each
-# goal's ratio, its target, met or not, and the command that reproduces the row) and writes
-# it to `nnlib/bench/stored/` with every figure: the device, its driver, the CPU model and
-# its vector instructions, and the date. Each stored file is drawn here beside the figures
-# measured above, labelled with its device, driver and date, and its goals are printed
-# below:
+# A reader with a GPU (or another CPU) runs one command, `python -m nnlib.bench.all --store
+# --runs 3` (`PYOPENCL_CTX` picks the device), which measures every goal three times over,
+# prints the table (each goal's ratio in its median run, the runs' range, its target, met or
+# not, and the command that reproduces the row) and writes it to `nnlib/bench/stored/` with
+# every figure: the device, its driver, the CPU model and its vector instructions, and the
+# date. A ratio close to its target can land on either side of it from one run to the next,
+# so read the range as well. Each stored file is drawn here beside the figures measured
+# above, labelled with its device, driver and date, and its goals are printed below:
 
 # %% tags=["nbval-ignore-output"] caption="Dense-layer throughput against the batch, from the results stored for other devices beside this machine's. Compare the slopes: a GPU needs a large batch before its many cores pay off."
 stored = stored_results("dense")
