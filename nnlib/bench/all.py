@@ -178,19 +178,21 @@ def run(quick: bool = False, official: str | None = None, runs: int = 1) -> dict
     result = {"meta": device_meta(nnlib.get_runtime())}
     if runs > 1:
         result["meta"]["runs"] = runs
-    commands, missing, tables = {}, {}, []
+    argvs = {bench: quick_argv if quick else full_argv
+             for bench, (_, _, quick_argv, full_argv) in RUNS.items()}
+    commands = {bench: command(RUNS[bench][0], argv, result["meta"])
+                for bench, argv in argvs.items()}
+    missing = {bench: "needs --official-path, a checkout of decisionintelligence/CATCH (and "
+               "einops)" for bench, argv in argvs.items() if OFFICIAL in argv and not official}
+    tables = []
     with tuning.complete_searches():
         for turn in range(runs):
-            for bench, (module, fn, quick_argv, full_argv) in RUNS.items():
-                argv = quick_argv if quick else full_argv
-                commands[bench] = command(module, argv, result["meta"])
-                if OFFICIAL in argv and not official:
-                    missing[bench] = ("needs --official-path, a checkout of "
-                                      "decisionintelligence/CATCH (and einops)")
+            for bench, argv in argvs.items():
+                if bench in missing:
                     continue
                 of = f"  (run {turn + 1} of {runs})" if runs > 1 else ""
                 print(f"== {commands[bench]}{of}", flush=True)
-                result[bench] = fn([official if a == OFFICIAL else a for a in argv])
+                result[bench] = RUNS[bench][1]([official if a == OFFICIAL else a for a in argv])
             tables.append(goals.goal_rows(result, result["meta"], commands, missing))
     result["goals"] = goals.median_run(tables)
     return result
