@@ -231,18 +231,17 @@ kernel void gemm_nt(global const float *a, global const float *b, global float *
         int kb = 0, kend = kv;
 #endif
         for (int k = kb; k < kend; k += VW) {
-            floatv av[NT_I], bv[NT_J];
+            floatv av[NT_I];
             #pragma unroll
             for (int i = 0; i < NT_I; ++i)
                 av[i] = LOADV(ar[i] + k);
             #pragma unroll
-            for (int j = 0; j < NT_J; ++j)
-                bv[j] = LOADV(br[j] + k);
-            #pragma unroll
-            for (int i = 0; i < NT_I; ++i)
+            for (int j = 0; j < NT_J; ++j) {  // one vector of W at a time: live are the
+                floatv bv = LOADV(br[j] + k);   // accumulators, x's NT_I vectors and this one
                 #pragma unroll
-                for (int j = 0; j < NT_J; ++j)
-                    acc[i][j] = MAD(av[i], bv[j], acc[i][j]);
+                for (int i = 0; i < NT_I; ++i)
+                    acc[i][j] = MAD(av[i], bv, acc[i][j]);
+            }
         }
     }
     float4 sum[NT_I];

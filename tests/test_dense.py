@@ -18,7 +18,7 @@ from nnlib.layers.dense_params import (BLOCKED_KERNELS, FORWARD_TN_CLASSES, FORW
                                        SMALL_KERNELS, TUNE_ALSO, TWO_ROW_GROUP,
                                        WEIGHT_REGISTER_GROUP,
                                        forward_yt_params, k_slices, lanes_by_default,
-                                       lanes_candidates, lanes_params)
+                                       lanes_candidates, lanes_params, register_tiles)
 
 from .gradcheck import numeric_grad
 
@@ -354,8 +354,9 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
                 one_width = key == "VW" and rt.limits.widest_vector < 8  # dense.cl needs 4+
                 assert len({c[key] for c in found}) == 1 + (not one_width), (product, shape, key)
             # the default's and four times it; register_tiles' TWO_ROW_GROUP on a compiler
-            # that vectorises across work-items
-            groups = {c["LOCAL"] for c in found}
+            # that vectorises across work-items (the forward on x in place, FWD_TN, takes
+            # the input gradient's group)
+            groups = {c["LOCAL"] for c in found if not c.get("FWD_TN")}
             base = default_params(rt, product, shape, lanes=False)["LOCAL"]
             assert {base, 4 * base} <= groups <= {base, 4 * base, TWO_ROW_GROUP}, (product, shape)
             if product != "forward":
@@ -367,13 +368,15 @@ def test_candidates_cover_the_choices_the_kernel_offers(rt):
             assert all(c["TN_KB"] == 0 for c in found if c.get("TN_PACKED"))
     wide_weight = [c for c in candidates(rt, "weight", "wide") if c.get("TN_PACKED")]
     tiles = {(c["TN_R"], c["TN_V"]) for c in wide_weight}
-    b64 = default_params(rt, "weight", "b64", lanes=False)
-    assert (b64["TN_R"], b64["TN_V"]) in tiles and len(tiles) == 1 + (
-        b64["TN_V"] != default_params(rt, "weight", "wide", lanes=False)["TN_V"])
+    b64, wide = (default_params(rt, "weight", s, lanes=False) for s in ("b64", "wide"))
+    registers = {(c["TN_R"], c["TN_V"]) for c in register_tiles(rt, "weight", wide, "wide")
+                 if c.get("TN_PACKED")}
+    assert tiles == {(b64["TN_R"], b64["TN_V"]), (wide["TN_R"], wide["TN_V"])} | registers
     wide_forward = candidates(rt, "forward", "wide")
     assert {c.get("NT_KB", 0) > 0 for c in wide_forward} == {False, True}
     assert {c.get("LOCAL_J", 1) for c in wide_forward} == {1, 4}
-    assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {1, 2}
+    assert {c["NT_I"] for c in candidates(rt, "forward", "b1")} == {  # and the b64 default's
+        1, 2, default_params(rt, "forward")["NT_I"]}
     for shape in TUNE_SHAPE:  # the forward on Y^T and on x: candidates of the large batches
         for source in (candidates, lanes_candidates):
             assert any(c.get("FWD_YT") for c in source(rt, "forward", shape)) == (
@@ -403,11 +406,14 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
     """With 8 lanes a vector (AVX2: 16 registers) the gradients beyond batch 1 take 6 rows of
     one 16-float vector (12 registers) with k-blocks, not the lanes design's 16 accumulators
     (on large layers the weight gradient's on dZ transposed first, in larger groups, and on
-    dZ a candidate), and the forward 2 rows of x at width 8; at batch 1 (1 x 8
+    dZ a candidate), and the forward 3 rows of x at width 8 (12 accumulators; 2 at batches
+    up to 4), both candidates; at batch 1 (1 x 8
     accumulators) and with 16 lanes (AVX-512: 32 registers) the lanes design stays. Each
     default is a candidate, and the register tiles are candidates with 16 lanes too, in
     work-groups of the default's size; so are the gradients' 2 rows of 2 vectors, with
-    k-blocks, in work-groups of TWO_ROW_GROUP."""
+    k-blocks, in work-groups of TWO_ROW_GROUP, and their 4 rows of 3 vectors at width 8 in
+    both orders (the input gradient's with k-blocks, beyond batch 1; the weight gradient's
+    on dZ and x packed into panels)."""
     avx2, avx512 = cpu_vectorising_work_items(rt, 8), cpu_vectorising_work_items(rt, 16)
     assert avx2.limits.few_vector_registers and not avx512.limits.few_vector_registers
     for shape in ("b4", "b64", "small", "tall"):
@@ -430,11 +436,21 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
                    if [c.get(k) for k in tile] == [2, 2, 16, TWO_ROW_GROUP]]
             assert [(c["TN_KB"], c.get("DZT", 0)) for c in two] == \
                 [(block // 2, 0) if product == "input" else (4 * block, 1)]
+            three = [(c.get("TN_ORDER", 0), c["TN_KB"], c.get("TN_PACKED", 0), c.get("DZT", 0),
+                      c["LOCAL"]) for c in candidates(avx2, product, shape)
+                     if [c.get(k) for k in tile[:3]] == [4, 3, 8]]
+            assert three == ([(1, 0, 1, 0, WEIGHT_REGISTER_GROUP), (0, 0, 1, 0,
+                                                                 WEIGHT_REGISTER_GROUP)]
+                             if weight else [(0, block // 2, 0, 0, REGISTER_GROUP),
+                                             (1, block // 2, 0, 0, REGISTER_GROUP)])
         forward = default_params(avx2, "forward", shape)
-        assert (forward["NT_I"], forward["VW"]) == (2, 8)
+        assert (forward["NT_I"], forward["VW"]) == (2 if shape == "b4" else 3, 8)
         assert forward in candidates(avx512, "forward", shape)
+        rows = {c.get("NT_I") for c in candidates(avx2, "forward", shape) if c.get("VW") == 8}
+        assert {2, 3} <= rows
     assert default_params(avx2, "input", "b1") == default_params(avx512, "input", "b1") == \
         lanes_params(avx2, "input", "b1")
+    assert not any(c.get("TN_V") == 3 for c in candidates(avx2, "input", "b1"))
     # this device's tiles: one width for all three products, the forward's half of it with
     # few vector registers (Intel's runtime under nnlib.bench.emulate avx2)
     width = default_params(rt, "input", "b64", lanes=False)["VW"]

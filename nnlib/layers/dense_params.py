@@ -105,6 +105,10 @@ K_BLOCK = {"input": 256, "weight": 64}
 NT_K_BLOCKS, NT_LOCAL_J = (512, 2048), 4
 
 
+# The batch classes of at most 4 rows, whose forward takes no tiles of 3 rows of x.
+FEW_ROWS = ("b1", "b4")
+
+
 def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = None) -> dict:
     """The parameters used without tuning (NNLIB_TUNE=0): measured good on PoCL CPUs.
     Work-groups of twice the device's preferred multiple: 64 on a GPU (or the GPU profile),
@@ -124,7 +128,8 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     (:func:`lanes_params`), except with AVX2's 16 registers (``Limits.few_vector_registers``)
     beyond batch 1, where the lanes' 16 accumulators spill: there the gradients take 6 rows
     of one 16-float vector (on large layers the weight gradient's on dZ transposed first,
-    DZT) and the forward 2 rows at width 8, as :func:`register_tiles`; and except a CPU's
+    DZT) and the forward 3 rows at width 8 (2 at batches up to 4), as
+    :func:`register_tiles`; and except a CPU's
     wide class, where the lanes design is only a candidate (on Intel's runtime its gradients
     of the class's problem ran several times slower than the tiles, and a search that
     starts with them spends a process's seconds on them); ``lanes`` False: the tiles
@@ -139,14 +144,15 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     few = rt.limits.few_vector_registers
     if explicit:
         vw = vector_width(rt.limits.explicit_vector_width, WIDTHS)
-        if product == "forward" and few:  # 2 x 4 accumulators of 8 floats: 8 AVX2 registers
-            vw = vector_width(vw // 2, WIDTHS)
+        if product == "forward" and few:  # 3 x 4 accumulators of 8 floats: 12 AVX2 registers
+            vw = vector_width(vw // 2, WIDTHS)  # (and x's 3 and one of W's: all 16)
     common = {"VW": vw, "VLOAD": int(rt.limits.inlines_vector_loads),
               "FMA": int(rt.limits.vectorises_across_work_items),
               "LOCAL": 2 * rt.work_group_multiple}
     wide_cpu = shape == "wide" and not rt.is_gpu
     if product == "forward":
-        return {"NT_I": 6 if wide_cpu else 2, **common}
+        many_rows = few and shape not in FEW_ROWS
+        return {"NT_I": 6 if wide_cpu else 3 if many_rows else 2, **common}
     rows, vectors = _tn_tile(vw, shape, few)
     k_block = explicit or (not rt.is_gpu and vectors * vw <= 16
                            and (product == "input" or wide_cpu))
@@ -193,6 +199,8 @@ def candidates(rt, product: str, shape: str) -> list:
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "small": (2, 4, 6),
             "tall": (2, 4, 6), "wide": (2, 4, 6)}[shape]
+    if product == "forward" and len(rows) == 3:  # 3 rows: 12 accumulators at AVX2's width
+        rows = (2, 3, 4, 6)
     base = default_params(rt, product, shape, lanes=False)
     if product == "weight":  # rows of dW (n_out), whatever the batch; 6 x 4 vectors at most
         rows = (4, 6, 8) if base["TN_V"] < 4 else (4, 6)
@@ -206,7 +214,7 @@ def candidates(rt, product: str, shape: str) -> list:
         return {"TN_R": r, "TN_V": _tn_tile(vw, shape, rt.limits.few_vector_registers)[1],
                 "VW": vw}
 
-    out = [base, *register_tiles(rt, product, base), default_params(rt, product),
+    out = [base, *register_tiles(rt, product, base, shape), default_params(rt, product),
            dict(base, VLOAD=0)]
     out += [dict(base, **tile(r, base["VW"]), VLOAD=v) for r in rows for v in (1, 0)]
     out.append(dict(base, **tile(rows[len(rows) // 2], wide), VLOAD=0))
@@ -263,7 +271,7 @@ WEIGHT_REGISTER_GROUP = 64
 TWO_ROW_GROUP = 64
 
 
-def register_tiles(rt, product: str, base: dict) -> list:
+def register_tiles(rt, product: str, base: dict, shape: str) -> list:
     """Tiles for the 16 vector registers of an AVX2 CPU (``base`` with other tiles), on a
     compiler that vectorises across work-items (Intel's runtime; none elsewhere), where the
     lanes design's 16 accumulators and AVX-512's tiles spill. At the widest width w the
@@ -273,21 +281,35 @@ def register_tiles(rt, product: str, base: dict) -> list:
     of 2 vectors (8 AVX2 registers) in work-groups of TWO_ROW_GROUP, with k-blocks in local
     memory (half the input gradient's K_BLOCK, four times the weight gradient's, on dZ
     transposed): under the AVX2 emulation (nnlib.bench.emulate) of Intel's runtime on a Xeon
-    they beat the 6 x 16 tiles at batch 64, 1024 -> 1024; the forward's 2 rows of x at width
-    w / 2 (8 accumulators of 4 rows of W) and 1 row at width w."""
+    they beat the 6 x 16 tiles at batch 64, 1024 -> 1024. First, at width w / 2, the
+    gradients' 4 rows of 3 vectors (12 accumulators, and B's 3 vectors and a broadcast: all
+    16 registers; 7 loads per 12 FMAs where 6 x 16 takes 8), in rows or (first) column
+    order: the input gradient's with k-blocks of half K_BLOCK (not at batch 1), the weight
+    gradient's on dZ and x packed into panels, in groups of WEIGHT_REGISTER_GROUP; under
+    that emulation they ran steadily at 150 and 130 GFLOP/s where the 6 x 16 tiles' samples
+    spread over 85-145 and 70-125. The forward's 3 rows of x at width w / 2 (12
+    accumulators of 4 rows of W; not in the classes of FEW_ROWS), 2 rows (8
+    accumulators) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
         return []
     w = vector_width(rt.limits.explicit_vector_width, WIDTHS)
     if product == "forward":
-        return [dict(base, NT_I=2, VW=vector_width(w // 2, WIDTHS)), dict(base, NT_I=1, VW=w)]
+        half = vector_width(w // 2, WIDTHS)
+        rows = (2,) if shape in FEW_ROWS else (3, 2)
+        return [*(dict(base, NT_I=r, VW=half) for r in rows), dict(base, NT_I=1, VW=w)]
     six = {k: v for k, v in base.items() if k != "DZT"} | {"TN_R": 6, "TN_V": 1, "VW": w}
     kb = K_BLOCK[product] // 2 if product == "input" else 4 * K_BLOCK[product]
     fits = kb * 2 * w * 4 <= rt.limits.local_mem_size  # its k-block's panel of 2 vectors
     two = [dict(six, TN_R=2, TN_V=2, LOCAL=TWO_ROW_GROUP, TN_KB=kb)] if fits else []
+    three = dict(six, TN_R=4, TN_V=3, VW=vector_width(w // 2, WIDTHS))
     if product != "weight":
-        return [six, *two]
-    return [dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six,
-            *(dict(c, DZT=1) for c in two)]
+        three["TN_KB"] = K_BLOCK[product] // 2
+        fits = three["TN_KB"] * 3 * three["VW"] * 4 <= rt.limits.local_mem_size
+        four_rows = fits and shape != "b1"
+        return [*([three, dict(three, TN_ORDER=1)] if four_rows else []), six, *two]
+    three.update(TN_PACKED=1, TN_KB=0, LOCAL=WEIGHT_REGISTER_GROUP)
+    return [dict(three, TN_ORDER=1), three, dict(six, DZT=1),
+            dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six, *(dict(c, DZT=1) for c in two)]
 
 
 def lanes_by_default(rt) -> bool:
