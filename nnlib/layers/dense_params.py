@@ -128,12 +128,11 @@ def default_params(rt, product: str, shape: str = "b64", lanes: bool | None = No
     (:func:`lanes_params`), except with AVX2's 16 registers (``Limits.few_vector_registers``)
     beyond batch 1, where the lanes' 16 accumulators spill: there the gradients take 6 rows
     of one 16-float vector (on large layers the weight gradient's on dZ transposed first,
-    DZT) and the forward 3 rows at width 8 (2 at batches up to 4), as
-    :func:`register_tiles`; and except a CPU's
-    wide class, where the lanes design is only a candidate (on Intel's runtime its gradients
-    of the class's problem ran several times slower than the tiles, and a search that
-    starts with them spends a process's seconds on them); ``lanes`` False: the tiles
-    whatever the device."""
+    DZT) and the forward 3 rows at width 8 (2 at batches up to 4), as :func:`register_tiles`;
+    and except a CPU's wide class, where the lanes design is only a candidate (on Intel's
+    runtime its gradients of the class's problem ran several times slower than the tiles,
+    and a search that starts with them spends a process's seconds on them); ``lanes``
+    False: the tiles whatever the device."""
     if lanes is None:
         spill = rt.limits.few_vector_registers and shape != "b1"  # b1's 1 x 8 fit
         lanes = lanes_by_default(rt) and not spill and not (shape == "wide" and not rt.is_gpu)
@@ -286,9 +285,9 @@ def register_tiles(rt, product: str, base: dict, shape: str) -> list:
     16 registers; 7 loads per 12 FMAs where 6 x 16 takes 8), in rows or (first) column
     order: the input gradient's with k-blocks of half K_BLOCK (not at batch 1), the weight
     gradient's on dZ and x packed into panels, in groups of WEIGHT_REGISTER_GROUP; under
-    that emulation they ran steadily at 150 and 130 GFLOP/s where the 6 x 16 tiles' samples
-    spread over 85-145 and 70-125. The forward's 3 rows of x at width w / 2 (12
-    accumulators of 4 rows of W; not in the classes of FEW_ROWS), 2 rows (8
+    that emulation the input gradient's ran at 143-150 GFLOP/s where the 6 x 16 tiles' ran
+    at 84-145, and the weight gradient's at par. The forward's 3 rows of x at width w / 2
+    (12 accumulators of 4 rows of W; not in the classes of FEW_ROWS), 2 rows (8
     accumulators) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
         return []
