@@ -779,8 +779,9 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # as the stored files drawn above were measured), 0.99-1.08x and 0.90-0.93x over four runs.
 # Later that day the tuner also tried tiles of 8-float vectors that fill the 16 registers
 # exactly (12 accumulators and the operands' vectors): 4 rows of 3 vectors for both
-# gradients, 3 rows of x for the forward. It took them for all three products under the
-# emulation, and the dense layer measured 0.97x numpy (median of three runs, 0.90-0.97x).
+# gradients, 3 rows of x for the forward. Under the emulation it took them for the forward
+# and the input gradient (143-145 GFLOP/s alone, against 123-125 before), and the dense layer
+# measured 0.97x and 0.93x numpy in two stores of three runs each (0.90-0.97x, 0.90-0.95x).
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion

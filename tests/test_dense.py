@@ -413,7 +413,7 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
     work-groups of the default's size; so are the gradients' 2 rows of 2 vectors, with
     k-blocks, in work-groups of TWO_ROW_GROUP, and their 4 rows of 3 vectors at width 8 in
     both orders (the input gradient's with k-blocks, beyond batch 1; the weight gradient's
-    on dZ and x packed into panels)."""
+    with x packed into panels, on dZ transposed first and on dZ)."""
     avx2, avx512 = cpu_vectorising_work_items(rt, 8), cpu_vectorising_work_items(rt, 16)
     assert avx2.limits.few_vector_registers and not avx512.limits.few_vector_registers
     for shape in ("b4", "b64", "small", "tall"):
@@ -439,8 +439,8 @@ def test_avx2_registers_take_tiles_that_fit_them(rt):
             three = [(c.get("TN_ORDER", 0), c["TN_KB"], c.get("TN_PACKED", 0), c.get("DZT", 0),
                       c["LOCAL"]) for c in candidates(avx2, product, shape)
                      if [c.get(k) for k in tile[:3]] == [4, 3, 8]]
-            assert three == ([(1, 0, 1, 0, WEIGHT_REGISTER_GROUP), (0, 0, 1, 0,
-                                                                 WEIGHT_REGISTER_GROUP)]
+            assert three == ([(order, 0, 1, dzt, WEIGHT_REGISTER_GROUP)
+                              for order, dzt in ((1, 1), (1, 0), (0, 1), (0, 0))]
                              if weight else [(0, block // 2, 0, 0, REGISTER_GROUP),
                                              (1, block // 2, 0, 0, REGISTER_GROUP)])
         forward = default_params(avx2, "forward", shape)

@@ -281,7 +281,8 @@ def measure(rt, product: str, shape: str, params: dict) -> float:
 
 
 def measure_one(rt, product: str, params: dict, batch: int, n: int, act_name: str) -> float:
-    """Seconds per launch of ``product`` with ``params`` on a layer n -> n at ``batch``."""
+    """Seconds per launch of ``product`` with ``params`` on a layer n -> n at ``batch``; the
+    weight gradient written, not added to dW, as a training step of Sequential writes it."""
     act = ACTIVATIONS[act_name]
     rng = np.random.default_rng(0)
     x, w, dz = (rt.to_device(rng.standard_normal(s).astype(np.float32))
@@ -290,5 +291,5 @@ def measure_one(rt, product: str, params: dict, batch: int, n: int, act_name: st
     kernels = BlockedDenseKernels(rt, params={product: params})
     run = {"forward": lambda: kernels.forward(x, w, b, out, act),
            "input": lambda: kernels.backward_input(dz, w, out, x, act),
-           "weight": lambda: kernels.backward_weight(dz, x, dw, b)}[product]
+           "weight": lambda: kernels.backward_weight(dz, x, dw, b, accumulate=False)}[product]
     return tuning.time_launches(run, rt.queue.finish)

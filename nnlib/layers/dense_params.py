@@ -284,9 +284,10 @@ def register_tiles(rt, product: str, base: dict, shape: str) -> list:
     gradients' 4 rows of 3 vectors (12 accumulators, and B's 3 vectors and a broadcast: all
     16 registers; 7 loads per 12 FMAs where 6 x 16 takes 8), in rows or (first) column
     order: the input gradient's with k-blocks of half K_BLOCK (not at batch 1), the weight
-    gradient's on dZ and x packed into panels, in groups of WEIGHT_REGISTER_GROUP; under
-    that emulation the input gradient's ran at 143-150 GFLOP/s where the 6 x 16 tiles' ran
-    at 84-145, and the weight gradient's at par. The forward's 3 rows of x at width w / 2
+    gradient's with x packed into panels, on dZ transposed first (DZT) and on dZ, in groups
+    of WEIGHT_REGISTER_GROUP; under that emulation the input gradient's ran at 143-150
+    GFLOP/s where the 6 x 16 tiles' ran at 84-145, and the weight gradient's at par (on dZ
+    transposed; on dZ 2-10 % slower at batch 64, 6-16 % at 128 and 256). The forward's 3 rows of x at width w / 2
     (12 accumulators of 4 rows of W; not in the classes of FEW_ROWS), 2 rows (8
     accumulators) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
@@ -307,8 +308,10 @@ def register_tiles(rt, product: str, base: dict, shape: str) -> list:
         four_rows = fits and shape != "b1"
         return [*([three, dict(three, TN_ORDER=1)] if four_rows else []), six, *two]
     three.update(TN_PACKED=1, TN_KB=0, LOCAL=WEIGHT_REGISTER_GROUP)
-    return [dict(three, TN_ORDER=1), three, dict(six, DZT=1),
-            dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six, *(dict(c, DZT=1) for c in two)]
+    threes = [dict(three, DZT=1, TN_ORDER=1), dict(three, TN_ORDER=1), dict(three, DZT=1),
+              three]
+    return [*threes, dict(six, DZT=1), dict(six, DZT=1, TN_PACKED=1, TN_KB=0), six,
+            *(dict(c, DZT=1) for c in two)]
 
 
 def lanes_by_default(rt) -> bool:
