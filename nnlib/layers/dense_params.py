@@ -198,7 +198,7 @@ def candidates(rt, product: str, shape: str) -> list:
     Few candidates: each costs PoCL a compilation of 1-3 s on first use."""
     rows = {"b1": (1, 2), "b4": (2, 4), "b64": (2, 4, 6), "small": (2, 4, 6),
             "tall": (2, 4, 6), "wide": (2, 4, 6)}[shape]
-    if product == "forward" and len(rows) == 3:  # 3 rows: 12 accumulators at AVX2's width
+    if product == "forward" and shape not in FEW_ROWS:  # 3: 12 accumulators at AVX2's width
         rows = (2, 3, 4, 6)
     base = default_params(rt, product, shape, lanes=False)
     if product == "weight":  # rows of dW (n_out), whatever the batch; 6 x 4 vectors at most
@@ -303,10 +303,10 @@ def register_tiles(rt, product: str, base: dict, shape: str) -> list:
     two = [dict(six, TN_R=2, TN_V=2, LOCAL=TWO_ROW_GROUP, TN_KB=kb)] if fits else []
     three = dict(six, TN_R=4, TN_V=3, VW=vector_width(w // 2, WIDTHS))
     if product != "weight":
-        three["TN_KB"] = K_BLOCK[product] // 2
-        fits = three["TN_KB"] * 3 * three["VW"] * 4 <= rt.limits.local_mem_size
-        four_rows = fits and shape != "b1"
-        return [*([three, dict(three, TN_ORDER=1)] if four_rows else []), six, *two]
+        three["TN_KB"] = K_BLOCK[product] // 2  # where its k-block's panel of 3 vectors fits
+        if three["TN_KB"] * 3 * three["VW"] * 4 <= rt.limits.local_mem_size and shape != "b1":
+            return [three, dict(three, TN_ORDER=1), six, *two]
+        return [six, *two]
     three.update(TN_PACKED=1, TN_KB=0, LOCAL=WEIGHT_REGISTER_GROUP)
     threes = [dict(three, DZT=1, TN_ORDER=1), dict(three, TN_ORDER=1), dict(three, DZT=1),
               three]
