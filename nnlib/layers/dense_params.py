@@ -287,9 +287,9 @@ def register_tiles(rt, product: str, base: dict, shape: str) -> list:
     gradient's with x packed into panels, on dZ transposed first (DZT) and on dZ, in groups
     of WEIGHT_REGISTER_GROUP; under that emulation the input gradient's ran at 143-150
     GFLOP/s where the 6 x 16 tiles' ran at 84-145, and the weight gradient's at par (on dZ
-    transposed; on dZ 2-10 % slower at batch 64, 6-16 % at 128 and 256). The forward's 3 rows of x at width w / 2
-    (12 accumulators of 4 rows of W; not in the classes of FEW_ROWS), 2 rows (8
-    accumulators) and 1 row at width w."""
+    transposed; on dZ 2-10 % slower at batch 64, 6-16 % at 128 and 256). The forward's 3
+    rows of x at width w / 2 (12 accumulators of 4 rows of W; not in the classes of
+    FEW_ROWS), 2 rows (8 accumulators) and 1 row at width w."""
     if not rt.limits.vectorises_across_work_items or rt.is_gpu:
         return []
     w = vector_width(rt.limits.explicit_vector_width, WIDTHS)
