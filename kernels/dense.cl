@@ -79,8 +79,9 @@ kernel void dense_backward_bias(global const float *dz, global float *db, int ba
 //   input    dX = dZ W = (dZ^T)^T W       gemm_tn: P = dZ^T (read with strides), B = W,
 //            times the previous layer's act'(X) when Sequential asks for its dZ directly
 //   weight   dW += dZ^T X, db += sum_b dZ gemm_tn: P = dZ, B = X (accumulated); or P = the
-//            rows of dZ^T, made by transpose first (the launch parameter DZT): P's columns
-//            then lie along rows, which the cache keeps better than a column of dZ
+//            rows of dZ^T, made by transpose first, or by backward_gate beside dZ itself
+//            (the launch parameter DZT): P's columns then lie along rows, which the cache
+//            keeps better than a column of dZ
 // The best tile depends on the device and its compiler, so these are build options that
 // nnlib/layers/dense_params.py chooses per device by measuring (nnlib/tuning.py):
 //   VW    vector width (4, 8 or 16)        NT_I  rows of X per gemm_nt tile (x 4 rows of W)
@@ -727,6 +728,10 @@ kernel void tn_sum_splits_rowsum(global const float *part, int splits, global fl
 // c0), read as four float4 rows of src and written as four float4 rows of dst (a partial
 // block at the edges one value at a time). The kernels pass 0 for what they lack, so the
 // compiler drops that code.
+// The kernels that run it, and the others below that are written in vectors (pack_panels,
+// backward_gate), say so with vec_type_hint: Intel's CPU compiler then runs each work-item as
+// written, rather than 8 or 16 of them in the lanes of its vectors, which gathers their blocks
+// value by value.
 inline void transpose_tile(global const float *src, global float *dst, int rows, int cols,
                            int r0, int c0, global const float *bias, int act)
 {
@@ -759,7 +764,8 @@ inline void transpose_tile(global const float *src, global float *dst, int rows,
 // dst = src^T, dimension 0 along src's rows, so that a work-group writes along dst's rows:
 // the rows of dZ^T for the weight gradient (DZT above), except on a compiler that
 // vectorises across work-items (transpose_by_columns there), and W^T (FWD_TN).
-kernel void transpose(global const float *src, global float *dst, int rows, int cols)
+kernel __attribute__((vec_type_hint(float4)))
+void transpose(global const float *src, global float *dst, int rows, int cols)
 {
     transpose_tile(src, dst, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, 0,
                    ACT_NONE);
@@ -768,7 +774,8 @@ kernel void transpose(global const float *src, global float *dst, int rows, int 
 // B packed for gemm_tn (TN_PACKED): panel c of nk rows of TN_COLS floats holds columns
 // c TN_COLS .. (c + 1) TN_COLS of b's rows, zeros past ncols. One work-item per (row k,
 // panel c), dimension 0 along the rows: a work-group writes one panel's rows one after another.
-kernel void pack_panels(global const float *b, global float *panels, int nk, int ncols)
+kernel __attribute__((vec_type_hint(floatv)))
+void pack_panels(global const float *b, global float *panels, int nk, int ncols)
 {
     int k = get_global_id(0), c0 = get_global_id(1) * TN_COLS;
     if (k >= nk || c0 >= ncols)
@@ -789,19 +796,75 @@ kernel void pack_panels(global const float *b, global float *panels, int nk, int
 // (where neighbouring work-items run in the lanes of a vector, its rows then do not meet in
 // the same cache sets when they lie a power of two apart): X^T for the forward on Y^T, and
 // dZ^T where the compiler vectorises across work-items.
-kernel void transpose_by_columns(global const float *src, global float *dst, int rows,
-                                 int cols)
+kernel __attribute__((vec_type_hint(float4)))
+void transpose_by_columns(global const float *src, global float *dst, int rows, int cols)
 {
     transpose_tile(src, dst, rows, cols, get_global_id(1) * 4, get_global_id(0) * 4, 0,
                    ACT_NONE);
+}
+
+// The activation's backward of a layer, dz = dy * act'(s) (s its output y, or its z where the
+// derivative needs z), on the 4 x 4 block from (r0, c0) of dy (rows x cols, row-major), read
+// as four float4 rows; written to dz, and transposed to dzt (cols x rows) unless dzt is null:
+// the weight gradient's dZ^T (DZT) in the same pass, without a transpose launch of its own.
+// A partial block at the edges one value at a time.
+inline void gate_tile(global const float *s, global const float *dy, global float *dz,
+                      global float *dzt, int rows, int cols, int r0, int c0, int act)
+{
+    if (r0 >= rows || c0 >= cols)
+        return;
+    if (r0 + 4 <= rows && c0 + 4 <= cols) {
+        float4 g[4];
+        #pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            size_t at = (size_t)(r0 + r) * cols + c0;
+            float4 v = LOAD4(s + at);
+            g[r] = LOAD4(dy + at) * (float4)(activate_grad(v.x, act), activate_grad(v.y, act),
+                                            activate_grad(v.z, act), activate_grad(v.w, act));
+            STORE4(g[r], dz + at);
+        }
+        if (dzt != 0) {
+            STORE4((float4)(g[0].x, g[1].x, g[2].x, g[3].x), dzt + (size_t)c0 * rows + r0);
+            STORE4((float4)(g[0].y, g[1].y, g[2].y, g[3].y), dzt + (size_t)(c0 + 1) * rows + r0);
+            STORE4((float4)(g[0].z, g[1].z, g[2].z, g[3].z), dzt + (size_t)(c0 + 2) * rows + r0);
+            STORE4((float4)(g[0].w, g[1].w, g[2].w, g[3].w), dzt + (size_t)(c0 + 3) * rows + r0);
+        }
+        return;
+    }
+    for (int r = r0; r < min(r0 + 4, rows); ++r)
+        for (int c = c0; c < min(c0 + 4, cols); ++c) {
+            size_t at = (size_t)r * cols + c;
+            float value = dy[at] * activate_grad(s[at], act);
+            dz[at] = value;
+            if (dzt != 0)
+                dzt[(size_t)c * rows + r] = value;
+        }
+}
+
+// One work-item per 4 x 4 block of dy (gate_tile), dimension 0 along dy's rows, as transpose.
+kernel __attribute__((vec_type_hint(float4)))
+void backward_gate(global const float *s, global const float *dy, global float *dz,
+                   global float *dzt, int rows, int cols, int act)
+{
+    gate_tile(s, dy, dz, dzt, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, act);
+}
+
+// One work-item per 4 x 4 block of dy (gate_tile), dimension 0 along dy's columns, as
+// transpose_by_columns (for a compiler that vectorises across work-items).
+kernel __attribute__((vec_type_hint(float4)))
+void backward_gate_by_columns(global const float *s, global const float *dy, global float *dz,
+                              global float *dzt, int rows, int cols, int act)
+{
+    gate_tile(s, dy, dz, dzt, rows, cols, get_global_id(1) * 4, get_global_id(0) * 4, act);
 }
 
 // Y = act(Y^T^T + bias), dimension 0 along Y^T's rows (the outputs): the end of the forward
 // on Y^T (the launch parameter FWD_YT), src = Y^T (n_out x batch) from gemm_tn with P[k, r]
 // = W[r, k] (p_k 1, p_r n_in: each value of W a broadcast across the lanes) and B = X^T;
 // not softmax (the caller runs softmax_rows after).
-kernel void transpose_bias_act(global const float *src, global float *dst, int rows, int cols,
-                               global const float *bias, int act)
+kernel __attribute__((vec_type_hint(float4)))
+void transpose_bias_act(global const float *src, global float *dst, int rows, int cols,
+                        global const float *bias, int act)
 {
     transpose_tile(src, dst, rows, cols, get_global_id(0) * 4, get_global_id(1) * 4, bias,
                    act);

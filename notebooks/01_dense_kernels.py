@@ -127,7 +127,9 @@ print(nnlib.source("loss", "output_gradient", folder="../kernels"))
 # $\partial L / \partial X = (\partial L / \partial Z)\, W$. In the article each work-item
 # handles one input neuron and walks down a column of $W$; the blocked kernel lets
 # neighbouring work-items read neighbouring weights instead. Then the layer below multiplies
-# by its own $f'$ (the `activation_backward` kernel).
+# by its own $f'$ (the `activation_backward` kernel; the blocked design's `backward_gate`
+# does the same in blocks of 4 x 4 values and can write the result transposed beside it, for
+# a weight-gradient kernel that reads $\partial L / \partial Z$ by columns: notebook 03).
 #
 # ## Kernel 4: the weight gradient and the update
 #

@@ -752,7 +752,15 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # training kernel of the next section runs as one work-item on a CPU, with no neighbours to
 # fill the lanes. So on a CPU that prefers width 1, those kernels are built with the widest
 # vectors its compiler emits (`rt.limits.explicit_vector_width`). A preferred width is a
-# hint, not a promise: measure.
+# hint, not a promise: measure. The opposite mistake costs as much: a kernel written in
+# vectors already, such as the transposes' blocks of 4 x 4 values, ran slowest where Intel's
+# compiler still put 8 or 16 of its work-items in the lanes of its vectors and gathered
+# each block value by value. `vec_type_hint(float4)` on the kernel says it is vectorised
+# already; on the Xeon's 2 cores (2026-12-07) the transposes then ran up to 2.5x faster on
+# Intel's runtime and the packing of B into panels up to 5x, and PoCL ran them as before. One
+# such kernel, `backward_gate`, is the blocked layer's activation backward: dZ = dY * f'(Y)
+# in blocks of 4 x 4 values, with dZ^T written beside dZ where the weight gradient reads it
+# so (`DZT`), one launch where there were two.
 #
 # Registers are the other half of the story. The lanes design keeps 16 accumulators per
 # work-item: with 16 lanes a vector (AVX-512, 32 vector registers) they fit; with 8 (AVX2,
@@ -781,7 +789,8 @@ assert all(ok and min(us.values()) > 0 for us, ok in by_device.values())
 # exactly (12 accumulators and the operands' vectors): 4 rows of 3 vectors for both
 # gradients, 3 rows of x for the forward. Under the emulation it took them for the forward
 # and the input gradient (143-145 GFLOP/s alone, against 123-125 before), and the dense layer
-# measured 0.97x and 0.93x numpy in two stores of three runs each (0.90-0.97x, 0.90-0.95x).
+# measured 0.97x and 0.93x numpy in two stores of three runs each (0.90-0.97x, 0.90-0.95x);
+# with `backward_gate` and the vector hints of the transposes (above), 0.95x (0.94-0.98x).
 
 # %% [markdown]
 # ## One launch for a whole training step: kernel fusion

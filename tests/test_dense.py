@@ -9,7 +9,7 @@ import pytest
 
 import nnlib
 from nnlib import reference as ref
-from nnlib.activations import BY_NAME
+from nnlib.activations import BY_NAME, ELEMENTWISE
 from nnlib.layers.dense import (PRODUCTS, TUNE_SHAPE, VARIANTS, DenseKernels, build_options,
                                 candidates, default_params, shape_class)
 from nnlib.layers.dense_blocked import TRANSPOSE_GROUP, BlockedDenseKernels, transpose_group
@@ -514,6 +514,60 @@ def test_transpose_matches_numpy(rt, rng, kernel, group):
             continue
         launcher(blocks[::-1] if kernel == "transpose_by_columns" else blocks, local, *args)
         np.testing.assert_array_equal(out.get(), a.T)
+
+
+@pytest.mark.parametrize("kernel", ["backward_gate", "backward_gate_by_columns"])
+@pytest.mark.parametrize("transposed", [True, False])
+def test_backward_gate_matches_numpy(rt, rng, kernel, transposed):
+    """dz = dy * act'(s) for every elementwise activation (s = y, or z where its derivative
+    needs z), with dz^T beside it or none: partial 4 x 4 blocks at both edges, batch 1, one
+    column, more rows and more columns than a work-group holds work-items."""
+    launcher = rt.launcher("dense", kernel, SMALL_KERNELS)
+    big = 4 * rt.max_work_group_size + 5
+    for rows, cols in [(1, 1), (1, 13), (13, 1), (4, 8), (7, 9), (big, 6), (5, big)]:
+        for act in ELEMENTWISE:
+            z = rng.standard_normal((rows, cols)) * 2
+            s = (z if BY_NAME[act].needs == "z" else ref.activate(z, act)).astype(np.float32)
+            dy = rng.standard_normal((rows, cols)).astype(np.float32)
+            dz, dz_t = rt.empty((rows, cols)), rt.empty((cols, rows)) if transposed else None
+            blocks = ((rows + 3) // 4, (cols + 3) // 4)
+            launcher(blocks[::-1] if kernel.endswith("columns") else blocks,
+                     transpose_group(launcher), rt.to_device(s).data, rt.to_device(dy).data,
+                     dz.data, dz_t.data if transposed else None, np.int32(rows),
+                     np.int32(cols), np.int32(BY_NAME[act].code))
+            want = dy * ref.activate_grad(s.astype(np.float64), act)
+            np.testing.assert_allclose(dz.get(), want, rtol=1e-5, atol=1e-6, err_msg=act)
+            if transposed:
+                np.testing.assert_array_equal(dz_t.get(), dz.get().T)
+
+
+@pytest.mark.parametrize("act", ["tanh", "silu"])
+def test_weight_gradient_on_dzt_reads_the_gates_transpose(rt, rng, monkeypatch, act):
+    """With DZT, Dense.backward's weight gradient reads the dz^T that backward_gate wrote
+    beside dz (no transpose launch of its own); without DZT, the gate writes no dz^T."""
+    weight = dict(default_params(rt, "weight", "b64"), DZT=1)
+    for dzt in (1, 0):
+        params = {"weight": dict(weight, DZT=dzt)}
+        kernels = BlockedDenseKernels(rt, params=params)
+        monkeypatch.setattr(kernels, "transposed", lambda dz: pytest.fail("dz transposed"))
+        gate, seen = kernels.backward_gate, []
+        monkeypatch.setattr(kernels, "backward_gate",
+                            lambda *a, gate=gate, seen=seen: seen.append(gate(*a)) or seen[-1])
+        for batch, n_in, n_out in [(6, 9, 11), (33, 17, 5)]:
+            layer = nnlib.Dense(n_in, n_out, act, seed=3, runtime=rt)
+            layer.kernels = kernels
+            x = rng.standard_normal((batch, n_in)).astype(np.float32)
+            dy = rng.standard_normal((batch, n_out)).astype(np.float32)
+            layer.forward(x)
+            dx = layer.backward(dy, accumulate=False).get()
+            w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+            z = x.astype(np.float64) @ w.T + b
+            dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w,
+                                                        ref.activate(z, act), dy, act, z)
+            np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+        assert [t is None for _, t in seen] == [not dzt] * 2
 
 
 def test_transpose_group_fits_the_launchers_limits():

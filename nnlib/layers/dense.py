@@ -126,12 +126,15 @@ class Dense(Layer):
             dz = self.runtime.empty(dy.shape)
             self._softmax_backward((rows,), None, y.data, dy.data, dz.data,
                                    np.int32(rows), np.int32(cols))
+        elif self.act == ACTIVATIONS["none"]:
+            dz = dy
         else:
-            dz = self._activation.backward(s, dy)
+            dz, dz_t = self.kernels.backward_gate(s, dy, self.act, self.n_in)
+            return self.backward_preactivation(dz, accumulate=accumulate, into=into, dz_t=dz_t)
         return self.backward_preactivation(dz, accumulate=accumulate, into=into)
 
     def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
-                               accumulate: bool = True, into=None):
+                               accumulate: bool = True, into=None, dz_t=None):
         """dL/dx from dL/dz (z = x W^T + b, before the activation); accumulates grads.
 
         For Sequential's training step: ``input_act`` (the previous layer's activation, one
@@ -139,7 +142,8 @@ class Dense(Layer):
         layer's dL/dz instead, in the same kernel; ``input_grad=False`` returns None (the
         first layer); ``accumulate=False`` overwrites the grads; ``into`` (a device array of
         the input's shape, not dz's buffer) gets dL/dx added and is returned, in place of a
-        new array (a residual branch's sum without a launch of its own).
+        new array (a residual branch's sum without a launch of its own); ``dz_t``: dz
+        transposed, where the kernels' ``backward_gate`` wrote it with dz.
         """
         x = self.saved()[0]
         needs = activation(input_act).needs
@@ -147,7 +151,8 @@ class Dense(Layer):
             raise ValueError(f"backward_preactivation: {input_act}'s derivative "
                              + ("is not elementwise" if needs == "row" else
                                 "needs its layer's z, not this layer's input"))
-        self.kernels.backward_weight(dz, x, self.weight.grad, self.bias.grad, accumulate)
+        self.kernels.backward_weight(dz, x, self.weight.grad, self.bias.grad, accumulate,
+                                     dz_t)
         if not input_grad:
             return None
         if into is None:

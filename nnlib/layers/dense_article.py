@@ -55,8 +55,18 @@ class ArticleDenseKernels:
                                        np.int32(dx.size), np.int32(act))
         return event
 
-    def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
-        """dw += dz^T x and db += column sums of dz (or = without ``accumulate``)."""
+    def backward_gate(self, s, dy, act: int, n_in: int) -> tuple:
+        """(dz, None): dz = dy * act'(s) (s the layer's output y, or its z where the
+        activation's derivative needs z; not softmax), one work-item per value; this design's
+        weight gradient reads dz as it is."""
+        dz = self.runtime.empty(dy.shape)
+        self._act_backward((dy.size,), None, s.data, dy.data, dz.data, np.int32(dy.size),
+                           np.int32(act))
+        return dz, None
+
+    def backward_weight(self, dz, x, dw, db, accumulate: bool = True, dz_t=None):
+        """dw += dz^T x and db += column sums of dz (or = without ``accumulate``); ``dz_t``
+        is not read (the blocked design's weight gradient may read dz^T)."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
         if not accumulate:

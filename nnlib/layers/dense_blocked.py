@@ -217,17 +217,38 @@ class BlockedDenseKernels:
             return self._tn("input", "gemm_tn_gated", *args, x.data, np.int32(act))
         return self._tn("input", "gemm_tn", *args, np.int32(accumulate))
 
-    def backward_weight(self, dz, x, dw, db, accumulate: bool = True):
+    def backward_gate(self, s, dy, act: int, n_in: int) -> tuple:
+        """(dz, dz^T): dz = dy * act'(s) (s the layer's output y, or its z where the
+        activation's derivative needs z; not softmax), and with it dz^T where the weight
+        gradient of this layer (``n_in`` inputs) reads dz transposed (DZT, a batch above 1),
+        else None in its place: one launch of dense.cl's backward_gate, which writes both."""
+        rows, cols = dy.shape
+        dz = self.runtime.empty(dy.shape)
+        dz_t = self.runtime.empty((cols, rows)) if self._reads_dz_t(rows, n_in * cols) else None
+        blocks, by_columns = (ceil_div(rows, 4), ceil_div(cols, 4)), \
+            self.runtime.limits.vectorises_across_work_items
+        self._transpose("backward_gate_by_columns" if by_columns else "backward_gate",
+                        blocks[::-1] if by_columns else blocks, s.data, dy.data, dz.data,
+                        None if dz_t is None else dz_t.data, np.int32(rows), np.int32(cols),
+                        np.int32(act))
+        return dz, dz_t
+
+    def _reads_dz_t(self, batch: int, weights: int) -> bool:
+        """Whether the weight gradient at ``batch`` reads dz transposed (DZT)."""
+        params = self._launcher("weight", batch, weights, "gemm_tn_rowsum")[1]
+        return batch > 1 and bool(params.get("DZT"))
+
+    def backward_weight(self, dz, x, dw, db, accumulate: bool = True, dz_t=None):
         """dw += dz^T x and db += column sums of dz (or = without ``accumulate``), in one
-        launch; with the parameter DZT and a batch above 1, after a transpose of dz, so that
-        gemm_tn reads each row of dz^T (a column of dz) contiguously; with TN_PACKED, after
-        x is packed into panels (:meth:`pack_panels`)."""
+        launch; with the parameter DZT and a batch above 1, on dz^T (``dz_t``, or a transpose
+        of dz), so that gemm_tn reads each row of dz^T (a column of dz) contiguously; with
+        TN_PACKED, after x is packed into panels (:meth:`pack_panels`)."""
         batch, n_out = dz.shape
         n_in = x.shape[1]
         strides = (n_out, 1)
         params = self._launcher("weight", batch, n_in * n_out, "gemm_tn_rowsum")[1]
-        if batch > 1 and params.get("DZT"):
-            dz, strides = self.transposed(dz), (1, batch)
+        if self._reads_dz_t(batch, n_in * n_out):
+            dz, strides = self.transposed(dz) if dz_t is None else dz_t, (1, batch)
         if params.get("TN_PACKED"):
             x = self.pack_panels(x, params)
         return self._tn("weight", "gemm_tn_rowsum", batch, n_in * n_out, dz, *strides, x, dw,
