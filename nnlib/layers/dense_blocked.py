@@ -225,10 +225,7 @@ class BlockedDenseKernels:
         rows, cols = dy.shape
         dz = self.runtime.empty(dy.shape)
         dz_t = self.runtime.empty((cols, rows)) if self._reads_dz_t(rows, n_in * cols) else None
-        blocks, by_columns = (ceil_div(rows, 4), ceil_div(cols, 4)), \
-            self.runtime.limits.vectorises_across_work_items
-        self._transpose("backward_gate_by_columns" if by_columns else "backward_gate",
-                        blocks[::-1] if by_columns else blocks, s.data, dy.data, dz.data,
+        self._by_blocks("backward_gate", rows, cols, s.data, dy.data, dz.data,
                         None if dz_t is None else dz_t.data, np.int32(rows), np.int32(cols),
                         np.int32(act))
         return dz, dz_t
@@ -260,12 +257,20 @@ class BlockedDenseKernels:
         lanes read float4s along one row of dz, where transpose's lanes would read rows 4
         apart (``nnlib.bench.dense --products`` times the weight gradient with it)."""
         rows, cols = dz.shape
-        out, grid = self.runtime.empty((cols, rows)), (ceil_div(rows, 4), ceil_div(cols, 4))
-        by_columns = self.runtime.limits.vectorises_across_work_items
-        self._transpose("transpose_by_columns" if by_columns else "transpose",
-                        grid[::-1] if by_columns else grid, dz.data, out.data,
-                        np.int32(rows), np.int32(cols))
+        out = self.runtime.empty((cols, rows))
+        self._by_blocks("transpose", rows, cols, dz.data, out.data, np.int32(rows),
+                        np.int32(cols))
         return out
+
+    def _by_blocks(self, kernel: str, rows: int, cols: int, *args):
+        """Enqueue dense.cl's ``kernel`` over the 4 x 4 blocks of a ``rows`` x ``cols``
+        array, dimension 0 along its rows; on a compiler that runs neighbouring work-items
+        in the lanes of a vector, its ``<kernel>_by_columns`` twin, dimension 0 along the
+        columns (:meth:`transposed` says why)."""
+        blocks = (ceil_div(rows, 4), ceil_div(cols, 4))
+        if self.runtime.limits.vectorises_across_work_items:
+            return self._transpose(f"{kernel}_by_columns", blocks[::-1], *args)
+        return self._transpose(kernel, blocks, *args)
 
     def _transpose(self, kernel: str, blocks: tuple, *args):
         """Enqueue dense.cl's transpose ``kernel`` over ``blocks`` (4 x 4 blocks along its
