@@ -546,27 +546,15 @@ def test_weight_gradient_on_dzt_reads_the_gates_transpose(rt, rng, monkeypatch, 
     """With DZT, Dense.backward's weight gradient reads the dz^T that backward_gate wrote
     beside dz (no transpose launch of its own); without DZT, the gate writes no dz^T."""
     weight = dict(default_params(rt, "weight", "b64"), DZT=1)
+    gate, seen = BlockedDenseKernels.backward_gate, []
+    monkeypatch.setattr(BlockedDenseKernels, "transposed",
+                        lambda self, dz: pytest.fail("dz transposed"))
+    monkeypatch.setattr(BlockedDenseKernels, "backward_gate",
+                        lambda *a: seen.append(gate(*a)) or seen[-1])
     for dzt in (1, 0):
-        params = {"weight": dict(weight, DZT=dzt)}
-        kernels = BlockedDenseKernels(rt, params=params)
-        monkeypatch.setattr(kernels, "transposed", lambda dz: pytest.fail("dz transposed"))
-        gate, seen = kernels.backward_gate, []
-        monkeypatch.setattr(kernels, "backward_gate",
-                            lambda *a, gate=gate, seen=seen: seen.append(gate(*a)) or seen[-1])
-        for batch, n_in, n_out in [(6, 9, 11), (33, 17, 5)]:
-            layer = nnlib.Dense(n_in, n_out, act, seed=3, runtime=rt)
-            layer.kernels = kernels
-            x = rng.standard_normal((batch, n_in)).astype(np.float32)
-            dy = rng.standard_normal((batch, n_out)).astype(np.float32)
-            layer.forward(x)
-            dx = layer.backward(dy, accumulate=False).get()
-            w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
-            z = x.astype(np.float64) @ w.T + b
-            dx_ref, dw_ref, db_ref = ref.dense_backward(x.astype(np.float64), w,
-                                                        ref.activate(z, act), dy, act, z)
-            np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
-            np.testing.assert_allclose(layer.weight.grad.get(), dw_ref, rtol=1e-4, atol=1e-4)
-            np.testing.assert_allclose(layer.bias.grad.get(), db_ref, rtol=1e-4, atol=1e-4)
+        seen.clear()
+        check_layer(rt, rng, "blocked", act, [(6, 9, 11), (33, 17, 5)],
+                    params={"weight": dict(weight, DZT=dzt)})
         assert [t is None for _, t in seen] == [not dzt] * 2
 
 

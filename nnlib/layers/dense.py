@@ -121,6 +121,7 @@ class Dense(Layer):
         ``accumulate=False``). ``into``: see :meth:`backward_preactivation`."""
         _, y, s = self.saved()
         dy = self.runtime.to_device(grad_out, "Dense grad_out", shape=y.shape)
+        dz_t = None  # dz transposed, where the kernels write it with dz
         if self.act == ACTIVATIONS["softmax"]:
             rows, cols = dy.shape
             dz = self.runtime.empty(dy.shape)
@@ -130,8 +131,7 @@ class Dense(Layer):
             dz = dy
         else:
             dz, dz_t = self.kernels.backward_gate(s, dy, self.act, self.n_in)
-            return self.backward_preactivation(dz, accumulate=accumulate, into=into, dz_t=dz_t)
-        return self.backward_preactivation(dz, accumulate=accumulate, into=into)
+        return self.backward_preactivation(dz, accumulate=accumulate, into=into, dz_t=dz_t)
 
     def backward_preactivation(self, dz, input_act: str = "none", input_grad: bool = True,
                                accumulate: bool = True, into=None, dz_t=None):

@@ -224,15 +224,20 @@ class BlockedDenseKernels:
         else None in its place: one launch of dense.cl's backward_gate, which writes both."""
         rows, cols = dy.shape
         dz = self.runtime.empty(dy.shape)
-        dz_t = self.runtime.empty((cols, rows)) if self._reads_dz_t(rows, n_in * cols) else None
+        reads_t = self._reads_dz_t(rows, self._weight_params(rows, n_in * cols))
+        dz_t = self.runtime.empty((cols, rows)) if reads_t else None
         self._by_blocks("backward_gate", rows, cols, s.data, dy.data, dz.data,
                         None if dz_t is None else dz_t.data, np.int32(rows), np.int32(cols),
                         np.int32(act))
         return dz, dz_t
 
-    def _reads_dz_t(self, batch: int, weights: int) -> bool:
-        """Whether the weight gradient at ``batch`` reads dz transposed (DZT)."""
-        params = self._launcher("weight", batch, weights, "gemm_tn_rowsum")[1]
+    def _weight_params(self, batch: int, weights: int) -> dict:
+        """The weight gradient's parameters at ``batch`` on a layer of ``weights`` weights."""
+        return self._launcher("weight", batch, weights, "gemm_tn_rowsum")[1]
+
+    @staticmethod
+    def _reads_dz_t(batch: int, params: dict) -> bool:
+        """Whether the weight gradient with ``params`` reads dz transposed at ``batch``."""
         return batch > 1 and bool(params.get("DZT"))
 
     def backward_weight(self, dz, x, dw, db, accumulate: bool = True, dz_t=None):
@@ -243,8 +248,8 @@ class BlockedDenseKernels:
         batch, n_out = dz.shape
         n_in = x.shape[1]
         strides = (n_out, 1)
-        params = self._launcher("weight", batch, n_in * n_out, "gemm_tn_rowsum")[1]
-        if self._reads_dz_t(batch, n_in * n_out):
+        params = self._weight_params(batch, n_in * n_out)
+        if self._reads_dz_t(batch, params):
             dz, strides = self.transposed(dz) if dz_t is None else dz_t, (1, batch)
         if params.get("TN_PACKED"):
             x = self.pack_panels(x, params)
